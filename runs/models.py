@@ -1,0 +1,148 @@
+"""Business truth for runs: who owns a run, where it stands, what the user sees.
+
+Graph state lives only in the LangGraph checkpoint tables; nothing here copies it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    """One chat thread; its id is the LangGraph thread id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="conversations")
+    agent = models.CharField(max_length=100)
+    title = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.title or f"{self.agent} · {self.id}"
+
+    @property
+    def thread_id(self) -> str:
+        return str(self.id)
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
+                                     related_name="messages")
+    run = models.ForeignKey("AgentRun", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="messages")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    # An assistant message is continued across pauses: each resumed segment appends.
+    content = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
+
+
+class AgentRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        PAUSED = "paused"
+        RESUMING = "resuming"
+        COMPLETED = "completed"
+        REJECTED = "rejected"
+        BLOCKED = "blocked"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING)
+    FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
+                Status.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="agent_runs")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
+                                     related_name="runs")
+    agent = models.CharField(max_length=100)
+    agent_version = models.CharField(max_length=50)
+    thread_id = models.CharField(max_length=64, db_index=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    input = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    assistant_message = models.ForeignKey(Message, null=True, blank=True,
+                                          on_delete=models.SET_NULL, related_name="+")
+    # How many graph segments a worker has executed (1 + number of resumes).
+    segments = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # At most one unfinished run per thread: a thread is one line of execution.
+            models.UniqueConstraint(
+                fields=["thread_id"],
+                condition=models.Q(status__in=["queued", "running", "paused", "resuming"]),
+                name="one_active_run_per_thread",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} run {self.id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class AuditLog(models.Model):
+    """Append-only record of every decision and status change."""
+
+    class Action(models.TextChoices):
+        RUN_STATUS = "run.status"
+        INTERRUPT_STATUS = "interrupt.status"
+        DECISION = "decision"
+
+    id = models.BigAutoField(primary_key=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    actor_label = models.CharField(max_length=150, help_text="who acted, kept if the user goes")
+    action = models.CharField(max_length=30, choices=Action.choices)
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="audit_log")
+    # The interrupt's LangGraph id (no FK: hitl depends on runs, not the reverse).
+    interrupt_ref = models.CharField(max_length=64, blank=True, db_index=True)
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20, blank=True)
+    payload = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.from_status}→{self.to_status} by {self.actor_label}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not kwargs.get("force_insert"):
+            raise ValueError("audit rows are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("audit rows are append-only")

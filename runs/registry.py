@@ -1,0 +1,89 @@
+"""Graph registry: every agent has a name, a version, a description and an input schema.
+
+Agents register themselves from the modules listed in settings.AGENTSITE_AGENT_MODULES.
+A run records the version it started with; a resume under a different version is
+refused unless the agent lists the old version in ``compatible_versions``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from langgraph.graph import StateGraph
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    version: str
+    description: str
+    input_model: type[BaseModel]
+    # Returns the uncompiled graph; compiled once per process with the checkpointer.
+    builder: Callable[[], StateGraph]
+    # Builds the graph's first state from the validated input and the user's message.
+    initial_state: Callable[[BaseModel, str], dict[str, Any]]
+    compatible_versions: frozenset[str] = field(default_factory=frozenset)
+
+    def accepts_version(self, version: str) -> bool:
+        return version == self.version or version in self.compatible_versions
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_model.model_json_schema()
+
+
+_agents: dict[str, Agent] = {}
+_compiled: dict[str, Any] = {}
+_lock = threading.Lock()
+_loaded = False
+
+
+def register(agent: Agent) -> Agent:
+    _agents[agent.name] = agent
+    _compiled.pop(agent.name, None)
+    return agent
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                for module in settings.AGENTSITE_AGENT_MODULES:
+                    importlib.import_module(module)
+                _loaded = True
+
+
+def all_agents() -> list[Agent]:
+    _load()
+    return sorted(_agents.values(), key=lambda a: a.name)
+
+
+def get(name: str) -> Agent | None:
+    _load()
+    return _agents.get(name)
+
+
+def compiled(name: str) -> Any:
+    """The agent's graph compiled with this process's Postgres checkpointer."""
+    from runs.checkpointer import get_checkpointer
+
+    _load()
+    graph = _compiled.get(name)
+    if graph is None:
+        with _lock:
+            graph = _compiled.get(name)
+            if graph is None:
+                graph = _agents[name].builder().compile(checkpointer=get_checkpointer())
+                _compiled[name] = graph
+    return graph
+
+
+def reset_compiled() -> None:
+    """Forget compiled graphs (after a fork: their checkpointer pool belongs to the parent)."""
+    _compiled.clear()

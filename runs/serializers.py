@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from hitl.models import AgentInterrupt
+from runs import agui
+from runs.models import AgentRun
+
+
+class InterruptSerializer(serializers.ModelSerializer):
+    id = serializers.UUIDField(read_only=True)
+    run_id = serializers.UUIDField(read_only=True)
+    reason = serializers.SerializerMethodField()
+    message = serializers.CharField(read_only=True)
+    response_schema = serializers.SerializerMethodField()
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = AgentInterrupt
+        fields = ["id", "interrupt_id", "run_id", "kind", "status", "reason", "message",
+                  "request", "response_schema", "decision", "decided_by", "decided_at",
+                  "applied_at", "expires_at", "created_at"]
+        read_only_fields = fields
+
+    def get_reason(self, obj: AgentInterrupt) -> str:
+        return agui.interrupt_reason(obj.request)
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_response_schema(self, obj: AgentInterrupt) -> dict[str, Any]:
+        from hitl.kinds import response_schema
+
+        return response_schema(obj.request)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    conversation_id = serializers.UUIDField(read_only=True)
+    assistant_message_id = serializers.UUIDField(read_only=True)
+    pending_interrupts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AgentRun
+        fields = ["id", "agent", "agent_version", "thread_id", "conversation_id", "owner",
+                  "status", "input", "result", "error", "pending_interrupts",
+                  "assistant_message_id", "segments", "created_at", "updated_at", "finished_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(InterruptSerializer(many=True))
+    def get_pending_interrupts(self, obj: AgentRun) -> list[dict[str, Any]]:
+        rows = [i for i in obj.interrupts.all() if i.status == AgentInterrupt.Status.PENDING]
+        return InterruptSerializer(rows, many=True).data
+
+
+class RunCreateSerializer(serializers.Serializer):
+    agent = serializers.CharField(max_length=100)
+    input = serializers.JSONField(required=False, default=dict)
+    thread_id = serializers.UUIDField(required=False, allow_null=True)
+    message = serializers.CharField(required=False, allow_blank=True, default="",
+                                    max_length=20000)
+
+    def validate_input(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return value
+
+
+class ResumeEntrySerializer(serializers.Serializer):
+    interrupt_id = serializers.CharField(max_length=64)
+    status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved")
+    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+
+
+class ResumeSerializer(serializers.Serializer):
+    """Either ``{interrupt_id, payload}`` for one, or ``{resume: [...]}`` for several."""
+
+    interrupt_id = serializers.CharField(max_length=64, required=False)
+    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+    resume = ResumeEntrySerializer(many=True, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        has_one, has_many = "interrupt_id" in attrs, "resume" in attrs
+        if has_one == has_many:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["give either interrupt_id + payload, or resume: [...]"]})
+        if has_many and not attrs["resume"]:
+            raise serializers.ValidationError({"resume": ["must not be empty"]})
+        return attrs
+
+
+class DecisionSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved")
+    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+
+
+class AgentSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    description = serializers.CharField()
+    input_schema = serializers.JSONField()

@@ -152,6 +152,8 @@ EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents; each is imported once by the registry.
-AGENTSITE_AGENT_MODULES = env_list("AGENTSITE_AGENT_MODULES", ["runs.agents.dev"])
+AGENTSITE_AGENT_MODULES = env_list(
+    "AGENTSITE_AGENT_MODULES", ["runs.agents.dev", "runs.agents.showcase"]
+)
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)

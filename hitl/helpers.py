@@ -22,6 +22,12 @@ def _ask(request: dict[str, Any], expires_at: datetime | None = None) -> dict[st
         payload["expiresAt"] = expires_at.isoformat()
     kinds.parse_request(payload)  # a malformed request is a bug in the graph: fail here
     answer = interrupt(payload)
+    if answer == kinds.CANCELLED_RESUME and payload["type"] != "approval":
+        # A cancelled approval is a "no"; a cancelled review is a reject where allowed;
+        # any other cancelled question ends the run as cancelled.
+        if payload["type"] == "review" and "reject" in payload["allowed"]:
+            return {"decision": "reject", "reason": answer["reason"]}
+        raise kinds.HitlCancelled(f"{payload['type']} question cancelled by the user")
     # The server validated the answer already; validate again so a graph never acts
     # on a payload that slipped past (e.g. a resume written by hand to the checkpoint).
     return kinds.validate_response(payload, answer)

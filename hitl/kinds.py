@@ -81,6 +81,14 @@ InterruptRequest = Annotated[
 ]
 _request_adapter: TypeAdapter[Any] = TypeAdapter(InterruptRequest)
 
+# The resume value of a cancelled interrupt (AG-UI resume entry with status "cancelled").
+CANCELLED_RESUME = {"approved": False, "reason": "cancelled by user"}
+
+
+class HitlCancelled(Exception):
+    """Raised in a graph when a question that cannot be declined was cancelled."""
+
+
 KINDS = ("input", "select", "multiSelect", "modal", "approval", "unlock", "review")
 
 

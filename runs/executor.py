@@ -25,12 +25,13 @@ from ag_ui.core import (
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
 from langgraph.types import Command
 
+from hitl.kinds import HitlCancelled
 from runs import agui, registry, services
 from runs.publish import publish
 
 log = logging.getLogger(__name__)
 
-FINAL_STATUSES = {"completed", "rejected", "blocked"}
+FINAL_STATUSES = {"completed", "rejected", "blocked", "cancelled"}
 
 
 class EventMapper:
@@ -143,6 +144,7 @@ def execute(segment: services.Segment) -> None:
     mapper = EventMapper(segment.assistant_message_id)
     publish(segment.run_id, [agui.run_started(thread_id=segment.thread_id,
                                               run_id=segment.run_id)])
+    cancelled: HitlCancelled | None = None
     try:
         for mode, part in graph.stream(graph_input, config, stream_mode=["tasks", "messages"]):
             if mode == "tasks":
@@ -152,12 +154,18 @@ def execute(segment: services.Segment) -> None:
                 events = mapper.on_message(message)
             if events:
                 publish(segment.run_id, events)
+    except HitlCancelled as exc:
+        cancelled = exc
     finally:
         # Close whatever is open even on error: the protocol wants everything closed.
         tail = mapper.close_all()
         if tail:
             publish(segment.run_id, tail)
 
+    if cancelled is not None:
+        services.run_finish(segment=segment, status="cancelled", result=None, text=mapper.text,
+                            state={}, reason=str(cancelled))
+        return
     snapshot = graph.get_state(config)
     values = dict(snapshot.values or {})
     state = agui.json_state({k: v for k, v in values.items() if k != "messages"})

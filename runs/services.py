@@ -16,6 +16,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound
+from hitl.kinds import CANCELLED_RESUME
 from runs import agui, registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.publish import notify_user_on_commit, publish_on_commit
@@ -168,7 +169,6 @@ class Segment:
     interrupt_ids: tuple[str, ...]
 
 
-CANCELLED_RESUME = {"approved": False, "reason": "cancelled by user"}
 
 
 def run_claim(*, run_id: str, redelivered: bool = False) -> Segment | None:
@@ -196,14 +196,11 @@ def run_claim(*, run_id: str, redelivered: bool = False) -> Segment | None:
         resume: Any = None
         initial: dict[str, Any] | None = None
         if answered:
-            values = {a.interrupt_id: (a.decision if a.status == AgentInterrupt.Status.DECIDED
+            # Always the map form {interrupt_id: value}: LangGraph reads any dict whose
+            # keys look like interrupt ids (including {}, the unlock answer) as such a map,
+            # so passing a bare payload would be ambiguous.
+            resume = {a.interrupt_id: (a.decision if a.status == AgentInterrupt.Status.DECIDED
                                        else CANCELLED_RESUME) for a in answered}
-            if all(a.status == AgentInterrupt.Status.CANCELLED for a in answered):
-                resume = CANCELLED_RESUME if len(values) == 1 else values
-            elif len(values) == 1:
-                resume = next(iter(values.values()))
-            else:
-                resume = values
         elif run.segments == 0:
             spec = registry.get(run.agent)
             user_message = run.messages.filter(role=Message.Role.USER).first()
@@ -264,11 +261,15 @@ def run_pause(*, segment: Segment, interrupts: list[PendingInterrupt], text: str
         rows = []
         for item in interrupts:
             expires = item.request.get("expiresAt")
-            row, _ = AgentInterrupt.objects.get_or_create(
+            row, created = AgentInterrupt.objects.get_or_create(
                 run=run, interrupt_id=item.interrupt_id,
                 defaults={"kind": item.request.get("type", "unknown"), "request": item.request,
                           "expires_at": expires},
             )
+            if not created:
+                # An answered interrupt raised again means its answer never reached the graph.
+                raise RuntimeError(f"interrupt {item.interrupt_id} was raised again after "
+                                   f"it was {row.status}")
             rows.append(row)
             audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                   interrupt_ref=item.interrupt_id, to_status=row.status,
@@ -290,7 +291,7 @@ def run_pause(*, segment: Segment, interrupts: list[PendingInterrupt], text: str
 
 def run_finish(*, segment: Segment, status: str, result: Any, text: str,
                state: dict[str, Any], reason: str = "") -> AgentRun | None:
-    """End a run (completed / rejected / blocked) with its result; publish on commit."""
+    """End a run (completed / rejected / blocked / cancelled) with its result; publish on commit."""
     with transaction.atomic():
         run = _lock_running(segment.run_id)
         if run is None:
@@ -301,12 +302,12 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error"))
         messages = list(run.conversation.messages.all())
-        publish_on_commit(run.id, [
-            agui.state_snapshot(state),
-            agui.messages_snapshot(messages),
-            agui.run_finished_success(thread_id=run.thread_id, run_id=str(run.id),
-                                      result={"status": status, "result": result}),
-        ])
+        finished = (agui.run_finished_cancelled(thread_id=run.thread_id, run_id=str(run.id))
+                    if status == Status.CANCELLED else
+                    agui.run_finished_success(thread_id=run.thread_id, run_id=str(run.id),
+                                              result={"status": status, "result": result}))
+        publish_on_commit(run.id, [agui.state_snapshot(state), agui.messages_snapshot(messages),
+                                   finished])
     return run
 
 

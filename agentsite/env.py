@@ -77,7 +77,7 @@ def check_redis_url(url: str) -> str:
     if parsed.scheme not in {"redis", "rediss"}:
         raise ImproperlyConfigured(f"REDIS_URL must be a redis:// or rediss:// URL, got {url!r}")
     try:
-        parsed.port
+        _ = parsed.port  # urllib validates the port only when it is read
     except ValueError:
         raise ImproperlyConfigured(f"REDIS_URL has an invalid port: {url!r}") from None
     return url

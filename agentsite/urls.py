@@ -13,6 +13,7 @@ router.register("interrupts", InterruptViewSet, basename="interrupt")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("api/agents/", AgentListView.as_view(), name="agents"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/", include(router.urls)),

@@ -132,7 +132,8 @@ class ReviewResponse(_Model):
         if self.decision == "respond" and not (self.feedback or "").strip():
             raise ValueError("decision 'respond' needs non-empty 'feedback'")
         if self.decision != "edit" and self.edited is not None:
-            raise ValueError(f"'edited' is only allowed with decision 'edit', not {self.decision!r}")
+            raise ValueError(
+                f"'edited' is only allowed with decision 'edit', not {self.decision!r}")
         return self
 
 
@@ -216,7 +217,8 @@ def _check_against_request(request: BaseModel, answer: BaseModel) -> tuple[str, 
             return "action", f"{answer.action!r} is not one of the offered actions {offered}"
     elif isinstance(request, ReviewRequest):
         if answer.decision not in request.allowed:
-            return "decision", f"{answer.decision!r} is not allowed here (allowed: {request.allowed})"
+            return "decision", (f"{answer.decision!r} is not allowed here "
+                                f"(allowed: {request.allowed})")
         if answer.decision == "edit" and request.editSchema:
             error = _schema_error(request.editSchema, answer.edited)
             if error:

@@ -59,7 +59,8 @@ def decisions_submit(*, actor: Any, run_id: Any, entries: list[ResumeEntry]) -> 
         raise InvalidInput("no decisions given", fields={"resume": ["must not be empty"]})
     ids = [e.interrupt_id for e in entries]
     if len(set(ids)) != len(ids):
-        raise InvalidInput("an interrupt is named twice", fields={"resume": ["duplicate interrupt_id"]})
+        raise InvalidInput("an interrupt is named twice",
+                           fields={"resume": ["duplicate interrupt_id"]})
     try:
         run_uuid = uuid.UUID(str(run_id))
     except ValueError:

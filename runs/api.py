@@ -54,7 +54,8 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data = body.validated_data
         run = services.run_start(owner=request.user, agent=data["agent"], input=data["input"],
                                  message=data["message"],
-                                 thread_id=str(data["thread_id"]) if data.get("thread_id") else None)
+                                 thread_id=str(data["thread_id"]) if data.get("thread_id")
+                                 else None)
         return Response(self._fresh(run), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResumeSerializer, responses={202: RunSerializer})

@@ -137,9 +137,9 @@ def run_cancel(*, actor: Any, run_id: Any) -> AgentRun:
         run_transition(run=run, to=Status.CANCELLED, actor=actor)
         if not was_running:
             # A paused run has no live AG-UI run; tell listeners it ended.
-            publish_on_commit(run.id, [agui.run_started(thread_id=run.thread_id, run_id=str(run.id)),
-                                       agui.run_finished_cancelled(thread_id=run.thread_id,
-                                                                   run_id=str(run.id))])
+            ids = {"thread_id": run.thread_id, "run_id": str(run.id)}
+            publish_on_commit(run.id, [agui.run_started(**ids),
+                                       agui.run_finished_cancelled(**ids)])
         if pending:
             notify_user_on_commit(run.owner_id, {"type": "interrupts_changed",
                                                  "run_id": str(run.id)})

@@ -29,7 +29,8 @@ def _fresh_process(**_: object) -> None:
 @shared_task(bind=True, acks_late=True, max_retries=3, default_retry_delay=2)
 def run_execute(self, run_id: str) -> None:
     close_old_connections()
-    redelivered = bool((self.request.delivery_info or {}).get("redelivered")) or self.request.retries > 0
+    delivery = self.request.delivery_info or {}
+    redelivered = bool(delivery.get("redelivered")) or self.request.retries > 0
     try:
         segment = services.run_claim(run_id=run_id, redelivered=redelivered)
         if segment is None:

@@ -128,8 +128,15 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
 
 
 @pytest.fixture
-def live(services, transactional_db) -> dict:
-    return services
+def live(services, transactional_db) -> Iterator[dict]:
+    yield services
+    # Let the worker finish what the test set off before the database is flushed.
+    from runs.models import AgentRun
+
+    deadline = time.monotonic() + 60
+    busy = ("queued", "running", "resuming")
+    while AgentRun.objects.filter(status__in=busy).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @pytest.fixture

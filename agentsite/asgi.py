@@ -1,6 +1,9 @@
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
-application = get_asgi_application()
+# Static files (admin CSS/JS, our pages' assets) are served by Django's ASGI static
+# handler: it answers only under STATIC_URL and leaves every other request async.
+application = ASGIStaticFilesHandler(get_asgi_application())

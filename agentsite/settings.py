@@ -41,8 +41,13 @@ DATABASE_URL = env_str("DATABASE_URL")
 REDIS_URL = check_redis_url(env_str("REDIS_URL"))
 
 DATABASES = {"default": parse_database_url(DATABASE_URL)}
-DATABASES["default"]["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# psycopg 3's pool via Django: a request or task borrows a connection and gives it
+# back at its end, so no process holds more than DB_POOL_MAX however busy it is.
+DATABASES["default"]["OPTIONS"]["pool"] = {
+    "min_size": env_int("DB_POOL_MIN", 1),
+    "max_size": env_int("DB_POOL_MAX", 8),
+    "timeout": env_int("DB_POOL_TIMEOUT", 10),
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,7 +66,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -1,0 +1,132 @@
+"""Full HITL cycle latency: through the product vs. the same graph run directly.
+
+Product: POST /api/runs/ → worker runs to the first interrupt → answer over REST →
+… (4 interrupts of the ``dev`` agent) → completed. Completion of each segment is
+observed on the run's AG-UI event channel (Redis pub/sub), not by polling.
+Direct: the same compiled graph with LangGraph + PostgresSaver in this process,
+invoke + 4 × Command(resume=...), on the same database.
+
+Usage: python bench/cycle.py [--cycles N] [--warmup N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+import redis  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from bench._services import Stack, percentile  # noqa: E402
+from runs.agents import dev  # noqa: E402
+from runs.checkpointer import get_checkpointer  # noqa: E402
+
+ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
+           {"approved": True}]
+
+
+class Finishes:
+    """Waits for RUN_FINISHED / RUN_ERROR on a run's channel via Redis pub/sub."""
+
+    def __init__(self) -> None:
+        self.pubsub = redis.Redis(**settings.EVENTSTREAM_REDIS).pubsub()
+        self.pubsub.subscribe("events_channel")
+        self.seen: dict[str, list[dict]] = {}
+
+    def wait(self, run_id: str, count: int, timeout: float = 30) -> dict:
+        channel = f"run-{run_id}"
+        deadline = time.monotonic() + timeout
+        while len(self.seen.get(channel, [])) < count:
+            msg = self.pubsub.get_message(timeout=max(0.0, deadline - time.monotonic()))
+            if msg is None and time.monotonic() > deadline:
+                raise TimeoutError(f"{channel}: no RUN_FINISHED #{count}")
+            if not msg or msg["type"] != "message":
+                continue
+            body = json.loads(msg["data"])
+            data = json.loads(body["data"])
+            if data["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+                self.seen.setdefault(body["channel"], []).append(data)
+        return self.seen[channel][count - 1]
+
+
+def product_cycle(client: httpx.Client, finishes: Finishes) -> float:
+    t0 = time.perf_counter()
+    run = client.post("/api/runs/", json={"agent": "dev", "input": {"topic": "bench"}}).json()
+    for i, payload in enumerate(ANSWERS, start=1):
+        finished = finishes.wait(run["id"], i)
+        interrupt_id = finished["outcome"]["interrupts"][0]["id"]
+        r = client.post(f"/api/runs/{run['id']}/resume/",
+                        json={"interrupt_id": interrupt_id, "payload": payload})
+        assert r.status_code == 202, r.text
+    final = finishes.wait(run["id"], len(ANSWERS) + 1)
+    elapsed = time.perf_counter() - t0
+    assert final["outcome"]["type"] == "success", final
+    return elapsed
+
+
+def direct_cycle(graph) -> float:
+    t0 = time.perf_counter()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke(dev.initial_state(dev.DevInput(topic="bench"), ""), config)
+    for payload in ANSWERS:
+        graph.invoke(Command(resume=payload), config)
+    elapsed = time.perf_counter() - t0
+    assert graph.get_state(config).values["outcome"] == "completed"
+    return elapsed
+
+
+def report(name: str, samples: list[float]) -> tuple[float, float]:
+    p50, p99 = percentile(samples, 50) * 1000, percentile(samples, 99) * 1000
+    print(f"{name:<28} n={len(samples):<4} p50={p50:8.1f} ms   p99={p99:8.1f} ms")
+    return p50, p99
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    token, _ = Token.objects.get_or_create(user=user)
+    graph = dev.build().compile(checkpointer=get_checkpointer())
+
+    direct = [direct_cycle(graph) for _ in range(args.warmup)] and []
+    direct = [direct_cycle(graph) for _ in range(args.cycles)]
+
+    queue = f"agentsite-bench-{os.getpid()}"
+    with Stack(queue) as stack, httpx.Client(
+            base_url=stack.base_url, headers={"Authorization": f"Token {token.key}"},
+            timeout=30) as client:
+        finishes = Finishes()
+        for _ in range(args.warmup):
+            product_cycle(client, finishes)
+        product = [product_cycle(client, finishes) for _ in range(args.cycles)]
+
+    print(f"dev agent: start + 4 interrupts/decisions + completed; database "
+          f"{settings.DATABASES['default']['NAME']} on {settings.DATABASES['default']['HOST']}")
+    d50, d99 = report("direct LangGraph+Postgres", direct)
+    p50, p99 = report("agentsite (REST+worker)", product)
+    print(f"{'ratio product/direct':<28}        p50={p50 / d50:8.2f} x    p99={p99 / d99:8.2f} x")
+
+
+if __name__ == "__main__":
+    main()

@@ -28,6 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 QUEUE = f"agentsite-test-{os.getpid()}"
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings() -> None:
+    # One test database per pytest process, so two suites can run side by side.
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_agentsite_{os.getpid()}"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     # Stop the embedded Postgres / Redis only if this test run started them.
     embedded.stop_started()

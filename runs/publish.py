@@ -30,6 +30,11 @@ def user_channel(user_id: object) -> str:
     return f"user-{user_id}"
 
 
+# Queue changes of every user, for reviewers (permission hitl.decide_interrupt), who may
+# decide anyone's interrupts: one channel instead of one subscription per user.
+REVIEWERS_CHANNEL = "reviewers"
+
+
 def _redis() -> redis.Redis:
     client = getattr(_local, "redis", None)
     if client is None:
@@ -68,5 +73,9 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent]) -> None:
 
 
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
-    """Tell a user's pages and queue views that their interrupt queue changed."""
-    transaction.on_commit(lambda: send_event(user_channel(user_id), "message", payload))
+    """Tell a user's pages and queue views, and the reviewers, that their queue changed."""
+    def send() -> None:
+        send_event(user_channel(user_id), "message", payload)
+        send_event(REVIEWERS_CHANNEL, "message", {**payload, "owner_id": user_id})
+
+    transaction.on_commit(send)

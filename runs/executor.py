@@ -163,8 +163,9 @@ def execute(segment: services.Segment) -> None:
             publish(segment.run_id, tail)
 
     if cancelled is not None:
-        services.run_finish(segment=segment, status="cancelled", result=None, text=mapper.text,
-                            state={}, reason=str(cancelled))
+        if services.run_finish(segment=segment, status="cancelled", result=None,
+                               text=mapper.text, state={}, reason=str(cancelled)) is None:
+            _publish_cancelled(segment)
         return
     snapshot = graph.get_state(config)
     values = dict(snapshot.values or {})
@@ -172,14 +173,24 @@ def execute(segment: services.Segment) -> None:
     pending = [services.PendingInterrupt(interrupt_id=i.id, request=_as_request(i.value))
                for task in snapshot.tasks for i in task.interrupts]
     if pending:
-        services.run_pause(segment=segment, interrupts=pending, text=mapper.text, state=state)
+        if services.run_pause(segment=segment, interrupts=pending, text=mapper.text,
+                              state=state) is None:
+            _publish_cancelled(segment)
         return
     status = values.get("outcome") or "completed"
     if status not in FINAL_STATUSES:
         raise ValueError(f"graph ended with outcome {status!r}; expected one of {FINAL_STATUSES}")
-    services.run_finish(segment=segment, status=status, result=agui.json_state(
-        {"r": values.get("result")})["r"], text=mapper.text, state=state,
-        reason=str(values.get("outcome_reason") or ""))
+    if services.run_finish(segment=segment, status=status, result=agui.json_state(
+            {"r": values.get("result")})["r"], text=mapper.text, state=state,
+            reason=str(values.get("outcome_reason") or "")) is None:
+        _publish_cancelled(segment)
+
+
+def _publish_cancelled(segment: services.Segment) -> None:
+    # The run was cancelled while this segment ran (run_cancel leaves ending a running
+    # segment to us): end the AG-UI run we started, so no listener waits forever.
+    publish(segment.run_id, [agui.run_finished_cancelled(thread_id=segment.thread_id,
+                                                         run_id=segment.run_id)])
 
 
 def _as_request(value: Any) -> dict[str, Any]:

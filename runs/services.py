@@ -62,8 +62,13 @@ def _pending_ids(run: AgentRun) -> list[str]:
 
 
 def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
-              message: str = "", thread_id: str | None = None) -> AgentRun:
-    """Create a queued run (and its conversation / messages) and enqueue it on commit."""
+              message: str = "", thread_id: str | None = None,
+              create_thread: bool = False) -> AgentRun:
+    """Create a queued run (and its conversation / messages) and enqueue it on commit.
+
+    ``create_thread``: a ``thread_id`` the owner has no conversation for yet starts a
+    new conversation with that id (AG-UI clients choose their own thread ids).
+    """
     spec = registry.get(agent)
     if spec is None:
         raise NotFound(f"unknown agent {agent!r}", code="unknown_agent")
@@ -77,10 +82,21 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     with transaction.atomic():
         if thread_id:
             try:
-                conversation = (Conversation.objects.select_for_update()
-                                .get(pk=uuid.UUID(str(thread_id)), owner=owner))
-            except (ValueError, Conversation.DoesNotExist):
-                raise NotFound(f"thread {thread_id!r} not found", code="unknown_thread") from None
+                thread_uuid: uuid.UUID | None = uuid.UUID(str(thread_id))
+            except ValueError:
+                thread_uuid = None
+            conversation = (Conversation.objects.select_for_update()
+                            .filter(pk=thread_uuid, owner=owner).first() if thread_uuid else None)
+            if conversation is None and create_thread and thread_uuid is not None:
+                try:
+                    with transaction.atomic():
+                        conversation = Conversation.objects.create(
+                            id=thread_uuid, owner=owner, agent=agent,
+                            title=(message or agent)[:200])
+                except IntegrityError:
+                    conversation = None  # the id is someone else's thread
+            if conversation is None:
+                raise NotFound(f"thread {thread_id!r} not found", code="unknown_thread")
             if conversation.agent != agent:
                 raise Conflict(f"thread belongs to agent {conversation.agent!r}",
                                code="agent_mismatch")

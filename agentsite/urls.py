@@ -1,21 +1,24 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from hitl.api import InterruptViewSet
-from runs.api import AgentListView, RunViewSet
+from runs.api import AgentListView, ConversationViewSet, RunViewSet
 from runs.views import healthz
 
 router = DefaultRouter(trailing_slash=True)
 router.register("runs", RunViewSet, basename="run")
 router.register("interrupts", InterruptViewSet, basename="interrupt")
+router.register("conversations", ConversationViewSet, basename="conversation")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/agents/", AgentListView.as_view(), name="agents"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/", include(router.urls)),
     path("healthz", healthz, name="healthz"),
 ]

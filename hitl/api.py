@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentsite.api_docs import IDEMPOTENCY_KEY, errors
+from agentsite.idempotency import idempotent
 from hitl import services
+from hitl.models import AgentInterrupt
+from runs.api import choice_param
 from runs.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=list(AgentInterrupt.Status.values))],
+        responses={200: InterruptSerializer(many=True), **errors(400, 401, 404)}),
+    retrieve=extend_schema(responses={200: InterruptSerializer, **errors(401, 404)}),
+)
 class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                        viewsets.GenericViewSet):
     serializer_class = InterruptSerializer
+    queryset = AgentInterrupt.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
         qs = services.decidable_interrupts(self.request.user).select_related("run", "decided_by")
-        wanted = self.request.query_params.get("status")
-        if wanted:
-            qs = qs.filter(status=wanted)
+        if self.action == "list":
+            wanted = choice_param(self.request, "status", list(AgentInterrupt.Status.values))
+            if wanted:
+                qs = qs.filter(status=wanted)
         return qs.order_by("created_at", "id")
 
-    @extend_schema(request=DecisionSerializer, responses={202: RunSerializer})
+    @extend_schema(request=DecisionSerializer, parameters=[IDEMPOTENCY_KEY],
+                   responses={202: RunSerializer,
+                              **errors(400, 401, 403, 404, 409, 410, 415, 422)})
     @action(detail=True, methods=["post"])
+    @idempotent
     def decision(self, request: Request, pk: str) -> Response:
         interrupt = self.get_object()
         body = DecisionSerializer(data=request.data)

@@ -1,65 +1,94 @@
-"""REST endpoints for agents and runs. Thin: parse, call a service, serialise."""
+"""REST endpoints for agents, runs and conversations. Thin: parse, call a service, serialise."""
 
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentsite.api_docs import IDEMPOTENCY_KEY, errors
+from agentsite.idempotency import idempotent
 from hitl import services as hitl_services
 from hitl.models import AgentInterrupt
 from runs import registry, services
-from runs.models import AgentRun
+from runs.models import AgentRun, Conversation
 from runs.serializers import (
     AgentSerializer,
+    ConversationMessagesSerializer,
+    ConversationSerializer,
+    InterruptSerializer,
+    MessageSerializer,
     ResumeSerializer,
     RunCreateSerializer,
     RunSerializer,
 )
 
 
+def choice_param(request: Request, name: str, choices: list[str]) -> str | None:
+    value = request.query_params.get(name)
+    if value and value not in choices:
+        raise ValidationError({name: [f"{value!r} is not one of {choices}"]})
+    return value or None
+
+
 class AgentListView(APIView):
-    @extend_schema(responses=AgentSerializer(many=True))
+    @extend_schema(responses={200: AgentSerializer(many=True), **errors(401)})
     def get(self, request: Request) -> Response:
         data = [{"name": a.name, "version": a.version, "description": a.description,
                  "input_schema": a.input_schema()} for a in registry.all_agents()]
         return Response(AgentSerializer(data, many=True).data)
 
 
+@extend_schema_view(
+    list=extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=list(AgentRun.Status.values)),
+        OpenApiParameter("agent", str)], responses={200: RunSerializer(many=True),
+                                                    **errors(400, 401, 404)}),
+    retrieve=extend_schema(responses={200: RunSerializer, **errors(401, 404)}),
+)
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = RunSerializer
+    queryset = AgentRun.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
         qs = (AgentRun.objects.filter(owner=self.request.user)
               .select_related("owner")
               .prefetch_related(Prefetch("interrupts", queryset=AgentInterrupt.objects
                                          .select_related("decided_by"))))
-        for field in ("status", "agent"):
-            value = self.request.query_params.get(field)
-            if value:
-                qs = qs.filter(**{field: value})
+        if self.action == "list":
+            wanted = choice_param(self.request, "status", list(AgentRun.Status.values))
+            if wanted:
+                qs = qs.filter(status=wanted)
+            agent = self.request.query_params.get("agent")
+            if agent:
+                qs = qs.filter(agent=agent)
         return qs
 
-    def _fresh(self, run: AgentRun) -> Response:
+    def _fresh(self, run: AgentRun) -> dict:
         return RunSerializer(self.get_queryset().get(pk=run.pk)).data
 
-    @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
+    @extend_schema(request=RunCreateSerializer, parameters=[IDEMPOTENCY_KEY],
+                   responses={201: RunSerializer, **errors(400, 401, 403, 404, 409, 415, 422)})
+    @idempotent
     def create(self, request: Request) -> Response:
         body = RunCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        thread_id = str(data["thread_id"]) if data.get("thread_id") else None
         run = services.run_start(owner=request.user, agent=data["agent"], input=data["input"],
-                                 message=data["message"],
-                                 thread_id=str(data["thread_id"]) if data.get("thread_id")
-                                 else None)
+                                 message=data["message"], thread_id=thread_id)
         return Response(self._fresh(run), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ResumeSerializer, responses={202: RunSerializer})
+    @extend_schema(request=ResumeSerializer, parameters=[IDEMPOTENCY_KEY],
+                   responses={202: RunSerializer,
+                              **errors(400, 401, 403, 404, 409, 410, 415, 422)})
     @action(detail=True, methods=["post"])
+    @idempotent
     def resume(self, request: Request, pk: str) -> Response:
         body = ResumeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -70,10 +99,44 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             entries = [hitl_services.ResumeEntry(interrupt_id=data["interrupt_id"],
                                                  payload=data["payload"])]
         run = hitl_services.decisions_submit(actor=request.user, run_id=pk, entries=entries)
-        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return Response(self._fresh(run), status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses={200: RunSerializer})
+    @extend_schema(request=None, responses={200: RunSerializer, **errors(401, 403, 404, 409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         run = services.run_cancel(actor=request.user, run_id=pk)
         return Response(self._fresh(run))
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[OpenApiParameter("agent", str)],
+                       responses={200: ConversationSerializer(many=True), **errors(401, 404)}),
+    retrieve=extend_schema(responses={200: ConversationSerializer, **errors(401, 404)}),
+)
+class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                          viewsets.GenericViewSet):
+    serializer_class = ConversationSerializer
+    queryset = Conversation.objects.none()  # for the schema; get_queryset scopes to the user
+
+    def get_queryset(self):
+        qs = Conversation.objects.filter(owner=self.request.user)
+        agent = self.request.query_params.get("agent")
+        if self.action == "list" and agent:
+            qs = qs.filter(agent=agent)
+        return qs
+
+    @extend_schema(responses={200: ConversationMessagesSerializer, **errors(401, 404)})
+    @action(detail=True, methods=["get"])
+    def messages(self, request: Request, pk: str) -> Response:
+        conversation = self.get_object()
+        active = conversation.runs.filter(status__in=AgentRun.ACTIVE).first()
+        pending = (active.interrupts.filter(status=AgentInterrupt.Status.PENDING).first()
+                   if active else None)
+        messages = conversation.messages.all()
+        return Response({
+            "messages": MessageSerializer(messages, many=True).data,
+            "thread_state": {
+                "pending_interrupt": InterruptSerializer(pending).data if pending else None,
+                "active_run_id": active.id if active else None,
+            },
+        })

@@ -100,3 +100,39 @@ class AgentSerializer(serializers.Serializer):
     version = serializers.CharField()
     description = serializers.CharField()
     input_schema = serializers.JSONField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape of the API."""
+
+    code = serializers.CharField(help_text="machine-readable, e.g. not_pending, version_mismatch")
+    detail = serializers.CharField(help_text="what is wrong, for people")
+    fields = serializers.DictField(required=False, help_text="per-field problems")
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    role = serializers.CharField()
+    content = serializers.CharField()
+    run_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ConversationSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    thread_id = serializers.CharField()
+    agent = serializers.CharField()
+    title = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ThreadStateSerializer(serializers.Serializer):
+    pending_interrupt = InterruptSerializer(allow_null=True)
+    active_run_id = serializers.UUIDField(allow_null=True)
+
+
+class ConversationMessagesSerializer(serializers.Serializer):
+    messages = MessageSerializer(many=True)
+    thread_state = ThreadStateSerializer()

@@ -1,0 +1,30 @@
+"""Documented error responses for the OpenAPI schema: every error has one shape."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+
+from runs.serializers import ErrorSerializer
+
+_MEANING = {
+    400: "invalid request body or payload (`fields` names each problem)",
+    401: "not authenticated",
+    403: "forbidden (e.g. CSRF token missing with session auth)",
+    404: "not found, or not yours",
+    409: "conflict; `code` is one of not_pending, run_not_paused, version_mismatch, "
+         "already_decided, thread_busy, agent_mismatch, run_finished, idempotency_in_progress",
+    410: "the interrupt has expired",
+    415: "unsupported media type",
+    422: "Idempotency-Key reused with a different body",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """``{status: OpenApiResponse(ErrorSerializer)}`` for extend_schema(responses=...)."""
+    return {s: OpenApiResponse(ErrorSerializer, description=_MEANING[s]) for s in statuses}
+
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description="Replays the first response for the same key and body (per user, 24 h); "
+                "another body with the same key is a 422.")

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.routers import DefaultRouter
 
 from hitl.api import InterruptViewSet
+from runs.agui_views import agui_connect, agui_run
 from runs.api import AgentListView, ConversationViewSet, RunViewSet
 from runs.views import healthz
 
@@ -21,4 +22,6 @@ urlpatterns = [
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/", include(router.urls)),
     path("healthz", healthz, name="healthz"),
+    path("agui/<str:agent>/", agui_run, name="agui-run"),
+    path("agui/<str:agent>/connect/", agui_connect, name="agui-connect"),
 ]

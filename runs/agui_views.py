@@ -1,0 +1,328 @@
+"""AG-UI 1.0 over HTTP: ``POST /agui/<agent>/`` (run / resume) and ``.../connect/``.
+
+The graph never runs here. A run request calls the same services as every other
+surface (``run_start``, ``decisions_submit``), then relays that segment's events
+from Redis (``runs.agui_relay``) as ``text/event-stream`` written by
+ag-ui-protocol's ``EventEncoder``, and ends after its RUN_FINISHED / RUN_ERROR.
+The worker never depends on this connection: a slow or vanished client only
+loses its own stream.
+
+Why not ag-ui-langgraph's endpoint: it executes the graph inside the request and
+maps LangGraph's stream in memory; our runs live in a Celery worker, resume
+through the locked decision service, and end segments from business rows (see
+``runs/agui.py``). What we reuse is ag-ui-protocol's classes and encoder.
+
+Postgres: every DB step is one short ``sync_to_async`` call that closes its
+connection (returning it to Django's pool) before the stream starts, so an open
+stream holds no database connection.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import BaseEvent, RunAgentInput, RunFinishedEvent, RunStartedEvent
+from ag_ui.encoder import EventEncoder
+from asgiref.sync import sync_to_async
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rest_framework import exceptions
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.request import Request
+
+from agentsite.errors import Conflict, NotFound, ServiceError
+from runs import agui, registry, services
+from runs.agui_relay import KEEPALIVE, LIVE_STATUSES, RunEvents, segment
+from runs.models import AgentRun, Conversation
+
+# Client thread ids that are not UUIDs map to a stable UUID (our conversation ids are UUIDs).
+THREAD_NAMESPACE = uuid.UUID("5b0f3c57-6d0e-4b7e-9a39-5e3bd6a0a9a1")
+_encoder = EventEncoder()
+
+
+def thread_uuid(thread_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(thread_id)
+    except ValueError:
+        return uuid.uuid5(THREAD_NAMESPACE, thread_id)
+
+
+class ApiError(Exception):
+    """An answer given before any streaming (a JSON error body with a status)."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status, self.body = status, {"code": code, "detail": detail, **extra}
+
+    @classmethod
+    def from_service(cls, err: ServiceError) -> ApiError:
+        extra = {**err.extra, **({"fields": err.fields} if err.fields else {})}
+        return cls(err.status, err.code, err.detail, **extra)
+
+    def response(self) -> JsonResponse:
+        response = JsonResponse(self.body, status=self.status)
+        if self.status == 401:
+            response["WWW-Authenticate"] = "Token"
+        return response
+
+
+def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``func`` in a worker thread and give its DB connection back right after."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            connection.close()  # with Django's pool: back to the pool, not held by the stream
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+def _authenticate(request: HttpRequest) -> Any:
+    """The API's authentication (token or session + CSRF); anonymous → 401."""
+    drf = Request(request, authenticators=[TokenAuthentication(), SessionAuthentication()])
+    try:
+        user = drf.user
+    except exceptions.APIException as exc:
+        raise ApiError(exc.status_code, "not_authenticated"
+                       if exc.status_code == 401 else "forbidden", str(exc.detail)) from None
+    if not user or not user.is_authenticated:
+        raise ApiError(401, "not_authenticated", "Authentication credentials were not provided.")
+    return user
+
+
+def _parse(model: type[BaseModel], raw: bytes) -> Any:
+    try:
+        data = json.loads(raw or b"null")
+    except ValueError as exc:
+        raise ApiError(422, "invalid", f"body is not JSON: {exc}",
+                       fields={"body": ["not JSON"]}) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        fields: dict[str, list[str]] = {}
+        for e in err.errors():
+            fields.setdefault(".".join(str(p) for p in e["loc"]) or "body", []).append(e["msg"])
+        raise ApiError(422, "invalid", "invalid RunAgentInput: " + ", ".join(
+            f"{k}: {v[0]}" for k, v in fields.items()), fields=fields) from None
+
+
+def _last_user_text(body: RunAgentInput) -> str:
+    if not body.messages or body.messages[-1].role != "user":
+        return ""
+    content = body.messages[-1].content
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content or [])
+
+
+@dataclass
+class Plan:
+    """What the stream relays, decided (and committed) before streaming starts."""
+
+    run_id: str
+    after: int  # relay the first segment whose RUN_STARTED comes after this event id
+    client_thread_id: str
+    client_run_id: str
+    prelude: list[BaseEvent] = field(default_factory=list)  # rebuilt events (connect)
+    live: bool = True
+
+
+def _channel_counter(run_id: object) -> int:
+    from runs.publish import _redis, run_channel
+
+    return int(_redis().get(f"event_counter:{run_channel(run_id)}") or 0)
+
+
+def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
+    from hitl.models import AgentInterrupt
+    from hitl.services import ResumeEntry, decisions_submit
+
+    user = _authenticate(request)
+    if registry.get(agent) is None:
+        raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
+    body: RunAgentInput = _parse(RunAgentInput, raw)
+    tid = thread_uuid(body.thread_id)
+    try:
+        if body.resume:
+            ids = [entry.interrupt_id for entry in body.resume]
+            run_ids = set(AgentInterrupt.objects.filter(
+                run__thread_id=str(tid), run__agent=agent, interrupt_id__in=ids)
+                .values_list("run_id", flat=True))
+            if not run_ids:
+                raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",
+                               extra={"interrupt_ids": ids})
+            if len(run_ids) > 1:
+                raise Conflict("the interrupts belong to different runs", code="mixed_runs")
+            run_id = run_ids.pop()
+            # Read before the decision commits: the resumed segment's events come after.
+            after = _channel_counter(run_id)
+            run = decisions_submit(actor=user, run_id=run_id, entries=[
+                ResumeEntry(interrupt_id=e.interrupt_id, status=e.status, payload=e.payload)
+                for e in body.resume])
+            plan = Plan(run_id=str(run_id), after=after, client_thread_id=body.thread_id,
+                        client_run_id=body.run_id)
+            if run.status == AgentRun.Status.PAUSED:
+                # Some interrupts are still open: nothing resumes; say which.
+                ids = {"thread_id": body.thread_id, "run_id": body.run_id}
+                plan.prelude = [agui.run_started(**ids), _finished_interrupt(run, ids)]
+                plan.live = False
+            return plan
+        props = body.forwarded_props if isinstance(body.forwarded_props, dict) else {}
+        agent_input = props.get("input") if isinstance(props.get("input"), dict) else None
+        run = services.run_start(owner=user, agent=agent, input=agent_input,
+                                 message=_last_user_text(body), thread_id=str(tid),
+                                 create_thread=True)
+    except ServiceError as err:
+        if err.code == "thread_busy" and err.extra.get("pending_interrupt_ids"):
+            ids = err.extra["pending_interrupt_ids"]
+            raise ApiError(409, "pending_interrupts",
+                           f"thread has pending interrupts {', '.join(ids)}: resume them "
+                           "(RunAgentInput.resume) or cancel the run first",
+                           run_id=err.extra.get("run_id"), pending_interrupt_ids=ids) from None
+        raise ApiError.from_service(err) from None
+    return Plan(run_id=str(run.id), after=0, client_thread_id=body.thread_id,
+                client_run_id=body.run_id)
+
+
+class ConnectInput(BaseModel):
+    """What connect needs; a whole RunAgentInput is accepted too (extra fields ignored)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+    thread_id: str = Field(alias="threadId", min_length=1)
+    run_id: str | None = Field(default=None, alias="runId")
+
+
+def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
+    from hitl.services import DECIDE_PERMISSION
+
+    user = _authenticate(request)
+    if registry.get(agent) is None:
+        raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
+    body: ConnectInput = _parse(ConnectInput, raw)
+    conversation = Conversation.objects.filter(pk=thread_uuid(body.thread_id),
+                                               agent=agent).first()
+    if conversation is None or (conversation.owner_id != user.pk
+                                and not user.has_perm(DECIDE_PERMISSION)):
+        # Same answer for "not there" and "not yours": thread ids are not disclosed.
+        raise ApiError(404, "unknown_thread", f"thread {body.thread_id!r} not found")
+    client_run_id = body.run_id or str(uuid.uuid4())
+    run = conversation.runs.order_by("-created_at").first()
+    if run is not None and run.status in LIVE_STATUSES:
+        return Plan(run_id=str(run.id), after=-1, client_thread_id=body.thread_id,
+                    client_run_id=client_run_id)
+
+    # Not live: rebuild from the checkpoint (state) and the business tables (the rest).
+    ids = {"thread_id": body.thread_id, "run_id": client_run_id}
+    events: list[BaseEvent] = [agui.run_started(**ids),
+                               agui.messages_snapshot(list(conversation.messages.all())),
+                               agui.state_snapshot(_checkpoint_state(conversation))]
+    if run is None:
+        events.append(agui.run_finished_success(**ids, result=None))
+    elif run.status == AgentRun.Status.PAUSED:
+        events.append(_finished_interrupt(run, ids))
+    elif run.status == AgentRun.Status.CANCELLED:
+        events.append(agui.run_finished_cancelled(**ids))
+    elif run.status == AgentRun.Status.FAILED:
+        events.append(agui.run_error(message=run.error or "run failed", code="run_failed"))
+    else:
+        events.append(agui.run_finished_success(
+            **ids, result={"status": run.status, "result": run.result}))
+    return Plan(run_id=str(run.id) if run else "", after=0, client_thread_id=body.thread_id,
+                client_run_id=client_run_id, prelude=events, live=False)
+
+
+def _finished_interrupt(run: AgentRun, ids: dict[str, str]) -> BaseEvent:
+    from hitl.models import AgentInterrupt
+
+    pending = run.interrupts.filter(status=AgentInterrupt.Status.PENDING).order_by("id")
+    return agui.run_finished_interrupt(**ids, interrupts=[
+        agui.interrupt_model(interrupt_id=i.interrupt_id, request=i.request,
+                             expires_at=i.expires_at.isoformat() if i.expires_at else None)
+        for i in pending])
+
+
+def _checkpoint_state(conversation: Conversation) -> dict[str, Any]:
+    if registry.get(conversation.agent) is None:
+        return {}
+    graph = registry.compiled(conversation.agent)
+    snapshot = graph.get_state({"configurable": {"thread_id": conversation.thread_id}})
+    values = dict(snapshot.values or {})
+    # As the worker publishes it: messages travel in MESSAGES_SNAPSHOT, not in state.
+    return agui.json_state({k: v for k, v in values.items() if k != "messages"})
+
+
+def _run_status(run_id: str) -> str | None:
+    return AgentRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+async def _live_start(events: RunEvents) -> int:
+    """For connect to a live run: where its current segment begins in the store."""
+    top = await events.counter()
+    stored = await events.stored(1, top)
+    kinds = [e.type.value if hasattr(e.type, "value") else str(e.type) for _, e in stored]
+    starts = [i for i, k in enumerate(kinds) if k == "RUN_STARTED"]
+    if not starts or any(k in ("RUN_FINISHED", "RUN_ERROR") for k in kinds[starts[-1]:]):
+        return top  # the current segment has not started yet: wait for its RUN_STARTED
+    return stored[starts[-1]][0] - 1
+
+
+def _rewrite(event: BaseEvent, plan: Plan) -> BaseEvent:
+    # The client checks the ids of its own run: our segment ids become the client's.
+    if isinstance(event, (RunStartedEvent, RunFinishedEvent)):
+        return event.model_copy(update={"thread_id": plan.client_thread_id,
+                                        "run_id": plan.client_run_id})
+    return event
+
+
+async def _stream(plan: Plan) -> AsyncIterator[str]:
+    for event in plan.prelude:
+        yield _encoder.encode(event)
+    if not plan.live:
+        return
+    check = _db_step(_run_status)
+    ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
+    async with RunEvents(plan.run_id) as events:
+        after = plan.after if plan.after >= 0 else await _live_start(events)
+        async for item in segment(
+                events, after=after, check_status=lambda: check(plan.run_id),
+                started=lambda: agui.run_started(**ids),
+                lost=lambda status: agui.run_error(
+                    message=f"run is {status} and its events are gone", code="events_lost")):
+            if item is KEEPALIVE:
+                yield ": keepalive\n\n"
+            else:
+                yield _encoder.encode(_rewrite(item, plan))
+
+
+async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
+                   agent: str) -> HttpResponse:
+    if request.method != "POST":
+        return JsonResponse({"code": "method_not_allowed", "detail": "use POST"}, status=405)
+    try:
+        plan = await _db_step(prepare)(request, agent, request.body)
+    except ApiError as err:
+        return err.response()
+    response = StreamingHttpResponse(_stream(plan), content_type=_encoder.get_content_type())
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@csrf_exempt  # token clients send no CSRF token; session auth enforces CSRF itself (DRF)
+async def agui_run(request: HttpRequest, agent: str) -> HttpResponse:
+    """Start a run, or resume one (``RunAgentInput.resume``), and stream that segment."""
+    return await _respond(request, _run_or_resume, agent)
+
+
+@csrf_exempt
+async def agui_connect(request: HttpRequest, agent: str) -> HttpResponse:
+    """Join a thread: replay + follow its live run, or rebuild it from checkpoint + tables."""
+    return await _respond(request, _connect, agent)
+

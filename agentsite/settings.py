@@ -164,6 +164,8 @@ CELERY_TASK_ALWAYS_EAGER = False
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
 EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.RedisStorage"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
+# Who may read which channel (run-<id>, user-<id>, reviewers).
+EVENTSTREAM_CHANNELMANAGER_CLASS = "runs.event_channels.ChannelManager"
 
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents; each is imported once by the registry.

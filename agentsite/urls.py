@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from hitl.api import InterruptViewSet
 from runs.agui_views import agui_connect, agui_run
 from runs.api import AgentListView, ConversationViewSet, RunViewSet
+from runs.sse import QueueEventsView, RunEventsView
 from runs.views import healthz
 
 router = DefaultRouter(trailing_slash=True)
@@ -20,6 +21,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("api/runs/<uuid:run_id>/events/", RunEventsView.as_view(), name="run-events"),
+    path("api/events/", QueueEventsView.as_view(), name="queue-events"),
     path("api/", include(router.urls)),
     path("healthz", healthz, name="healthz"),
     path("agui/<str:agent>/", agui_run, name="agui-run"),

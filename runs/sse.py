@@ -1,0 +1,172 @@
+"""Browser SSE streams (django-eventstream): a run's AG-UI events, a user's queue changes.
+
+- ``GET /api/runs/<id>/events/``: the run's AG-UI events, from its first stored event
+  (or after ``Last-Event-ID`` / ``?lastEventId=``), then live. Owner or reviewer.
+- ``GET /api/events/``: interrupt-queue changes (``{"type": "interrupts_changed",
+  "run_id", "owner_id"?}``) from now on: the user's own, or everyone's for a reviewer.
+
+Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``.
+Ids grow by one per channel; a client drops ids it has already seen (static/agentsite/
+events.js does). Authentication (token or session) and access are checked before the
+response starts: anonymous → 401, someone else's run → 404, never a 200 that then fails.
+
+django-eventstream does the storage reads, the catch-up after Last-Event-ID and the
+event formatting (its ``stream()``). Two things are ours, and why:
+- the view: the library's ``events`` view checks access only inside the stream (a 200
+  with a ``stream-error`` event) and keeps the request's database connection for the
+  life of the stream; ours answers 401/404 first and gives the connection back;
+- the Redis pub/sub reader: the library's subscribes without waiting for the
+  confirmation (the first stream of a process can miss what is published meanwhile)
+  and stops for good when the Redis connection drops. Ours reconnects, and after every
+  (re)subscription makes each open stream re-read the store from its last id, so a
+  stream never skips an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django_eventstream.event import Event
+from django_eventstream.eventrequest import EventRequest
+from django_eventstream.utils import add_default_headers
+from django_eventstream.views import Listener, ListenerManager, get_listener_manager, stream
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from redis.asyncio import Redis
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from runs.event_channels import may_read, release_db_connections, user_stream_channel
+from runs.publish import run_channel
+
+logger = logging.getLogger(__name__)
+
+PUBSUB_CHANNEL = "events_channel"  # where django-eventstream (and runs.publish) publish
+# Query parameters of django-eventstream meant for a GRIP proxy, which we do not run:
+# ``es-meta`` would name the channels and the user itself, ``recover`` needs the proxy.
+PROXY_PARAMS = ("es-meta", "recover")
+
+_reader: asyncio.Task | None = None
+
+
+def _catch_up_all(manager: ListenerManager) -> None:
+    """Make every open stream re-read the store after its last id (see ``overflow``)."""
+    with manager.lock:
+        listeners = {li for group in manager.listeners_by_channel.values() for li in group}
+        for listener in listeners:
+            listener.overflow = True
+    for listener in listeners:
+        listener.wake_threadsafe()
+
+
+async def _read_pubsub(manager: ListenerManager) -> None:
+    client = Redis(**settings.EVENTSTREAM_REDIS)
+    while True:
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(PUBSUB_CHANNEL)
+            async for message in pubsub.listen():
+                if message["type"] == "subscribe":
+                    # Anything published before this point is in the store only.
+                    _catch_up_all(manager)
+                elif message["type"] == "message":
+                    item = json.loads(message["data"])
+                    manager.add_to_queues(item["channel"], Event(
+                        item["channel"], item["event_type"], item["data"], id=item["pub_id"]))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.warning("event pub/sub connection lost; reconnecting", exc_info=True)
+            await asyncio.sleep(0.5)
+        finally:
+            try:
+                await pubsub.aclose()
+            except Exception:  # the connection is already gone
+                pass
+
+
+def ensure_reading() -> None:
+    """Start this process's pub/sub reader once (instead of django-eventstream's own)."""
+    global _reader
+    manager = get_listener_manager()
+    with manager.lock:
+        if manager.redis_listener_started:
+            return
+        manager.redis_listener_started = True  # the library then starts none
+    _reader = asyncio.get_running_loop().create_task(_read_pubsub(manager))
+
+
+async def _live(event_request: EventRequest, listener: Listener):
+    ensure_reading()
+    async for chunk in stream(event_request, listener):
+        yield chunk
+
+
+LAST_EVENT_ID = OpenApiParameter(
+    "Last-Event-ID", str, OpenApiParameter.HEADER, required=False,
+    description="Resume after this event id (the browser sends it on reconnect); "
+                "or the query parameter lastEventId.")
+STREAM_RESPONSE = OpenApiResponse(
+    OpenApiTypes.STR, description="text/event-stream: `event: message`, `id: <channel>:<n>`, "
+                                  "`data: <event JSON>`; keep-alive comments every 20 s.")
+
+
+class EventStreamView(APIView):
+    """Authenticate (DRF: token or session), check access, then hand over to the stream."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False):
+        # Errors are JSON whatever the Accept header (EventSource asks for
+        # text/event-stream); a stream is a StreamingHttpResponse DRF does not render.
+        return JSONRenderer(), JSONRenderer.media_type
+
+    def open_stream(self, request: Request, channel: str, *,
+                    from_start: bool) -> StreamingHttpResponse:
+        for name in PROXY_PARAMS:
+            if name in request.query_params:
+                raise ValidationError({name: ["not supported"]})
+        plain = request._request
+        plain.user = request.user  # as DRF authenticated it (token or session)
+        try:
+            event_request = EventRequest(plain, view_kwargs={"channels": [channel]})
+        except EventRequest.Error as err:
+            raise ValidationError({"Last-Event-ID": [str(err)]}) from None
+        if from_start and channel not in event_request.channel_last_ids:
+            event_request.channel_last_ids[channel] = "0"  # from the first stored event
+        # Nothing below touches the database until the stream re-checks access
+        # (which gives its connection back itself).
+        release_db_connections()
+        listener = Listener()
+        listener.user_id = request.user.pk
+        listener.channels = event_request.channels
+        response = StreamingHttpResponse(_live(event_request, listener),
+                                         content_type="text/event-stream")
+        add_default_headers(response, request=plain)
+        return response
+
+
+class RunEventsView(EventStreamView):
+    @extend_schema(operation_id="runs_events", parameters=[LAST_EVENT_ID],
+                   responses={200: STREAM_RESPONSE, 401: OpenApiTypes.OBJECT,
+                              404: OpenApiTypes.OBJECT})
+    def get(self, request: Request, run_id: uuid.UUID) -> Any:
+        """The run's AG-UI events: all stored ones (or those after Last-Event-ID), then live."""
+        channel = run_channel(run_id)
+        if not may_read(request.user, channel):
+            raise NotFound("run not found")
+        return self.open_stream(request, channel, from_start=True)
+
+
+class QueueEventsView(EventStreamView):
+    @extend_schema(operation_id="events", parameters=[LAST_EVENT_ID],
+                   responses={200: STREAM_RESPONSE, 401: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Any:
+        """Interrupt-queue changes from now on: own runs, or every run for a reviewer."""
+        return self.open_stream(request, user_stream_channel(request.user), from_start=False)

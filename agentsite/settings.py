@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "django_eventstream",
     "runs",
     "hitl",
+    "workspace",
 ]
 
 MIDDLEWARE = [
@@ -170,7 +171,9 @@ EVENTSTREAM_CHANNELMANAGER_CLASS = "runs.event_channels.ChannelManager"
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents; each is imported once by the registry.
 AGENTSITE_AGENT_MODULES = env_list(
-    "AGENTSITE_AGENT_MODULES", ["runs.agents.dev", "runs.agents.showcase"]
+    "AGENTSITE_AGENT_MODULES",
+    ["runs.agents.dev", "runs.agents.showcase", "runs.agents.approvals", "runs.agents.tasklist",
+     "runs.agents.assistant", "runs.agents.stock"]
 )
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)

@@ -8,11 +8,13 @@ from runs.agui_views import agui_connect, agui_run
 from runs.api import AgentListView, ConversationViewSet, RunViewSet
 from runs.sse import QueueEventsView, RunEventsView
 from runs.views import healthz
+from workspace.api import DocumentViewSet
 
 router = DefaultRouter(trailing_slash=True)
 router.register("runs", RunViewSet, basename="run")
 router.register("interrupts", InterruptViewSet, basename="interrupt")
 router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("documents", DocumentViewSet, basename="document")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

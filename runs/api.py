@@ -15,7 +15,7 @@ from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
 from hitl import services as hitl_services
 from hitl.models import AgentInterrupt
-from runs import registry, services
+from runs import chat_model, registry, services
 from runs.models import AgentRun, Conversation
 from runs.serializers import (
     AgentSerializer,
@@ -39,8 +39,11 @@ def choice_param(request: Request, name: str, choices: list[str]) -> str | None:
 class AgentListView(APIView):
     @extend_schema(responses={200: AgentSerializer(many=True), **errors(401)})
     def get(self, request: Request) -> Response:
+        model = chat_model.model_name()  # which chat model serves the agents (UI shows it)
         data = [{"name": a.name, "version": a.version, "description": a.description,
-                 "input_schema": a.input_schema()} for a in registry.all_agents()]
+                 "input_schema": a.input_schema(), "model": model,
+                 "offline_model": model == chat_model.OFFLINE_NAME}
+                for a in registry.all_agents()]
         return Response(AgentSerializer(data, many=True).data)
 
 

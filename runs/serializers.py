@@ -100,6 +100,10 @@ class AgentSerializer(serializers.Serializer):
     version = serializers.CharField()
     description = serializers.CharField()
     input_schema = serializers.JSONField()
+    model = serializers.CharField(help_text="the chat model serving the agents: an AGENT_MODEL "
+                                            "string such as 'openai:gpt-4o-mini', or 'offline'")
+    offline_model = serializers.BooleanField(help_text="true when the built-in offline model "
+                                                       "serves (no AGENT_MODEL set)")
 
 
 class ErrorSerializer(serializers.Serializer):

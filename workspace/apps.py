@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class WorkspaceConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "workspace"
+    verbose_name = "Workspace (documents and tickets the agents use)"

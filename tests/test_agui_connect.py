@@ -1,0 +1,125 @@
+"""Connect / refresh recovery: POST /agui/<agent>/connect/ rebuilds a thread from the
+checkpoint and the business tables (the Redis event store may be gone), or joins a
+live run; only the owner or a reviewer may connect."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+from django.conf import settings
+
+from runs.models import AgentRun
+from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
+from tests.agui_rules import validate_events
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _empty_event_store(run_id: str) -> None:
+    r = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    keys = list(r.scan_iter(f"event:run-{run_id}:*")) + [f"event_counter:run-{run_id}"]
+    r.delete(*keys)
+    assert not list(r.scan_iter(f"event:run-{run_id}:*"))
+
+
+def test_refresh_recovery_after_event_store_emptied(api):
+    client = api("owner")
+    body = run_input(forwardedProps={"input": {"topic": "refresh"}},
+                     messages=[{"id": "m1", "role": "user", "content": "make it"}])
+    thread = body["threadId"]
+    run = run_segment(client, "dev", body)
+    run = run_segment(client, "dev", resume(thread, interrupts(run)[0]["id"], {"value": "Vega"}))
+    (pending,) = interrupts(run)
+    run_id = str(AgentRun.objects.get(thread_id=thread).id)
+    _empty_event_store(run_id)
+
+    events = post_events(client, "/agui/dev/connect/", {"threadId": thread, "runId": "r-1"})
+    (rebuilt,) = validate_events(events)
+    assert [e["type"] for e in rebuilt] == ["RUN_STARTED", "MESSAGES_SNAPSHOT",
+                                            "STATE_SNAPSHOT", "RUN_FINISHED"]
+    assert rebuilt[0]["threadId"] == thread and rebuilt[0]["runId"] == "r-1"
+    messages = rebuilt[1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] == "make it"
+    state = rebuilt[2]["snapshot"]
+    assert state["topic"] == "refresh" and state["name"] == "Vega"
+    assert state["trace"] == ["ask_name"]
+    (again,) = interrupts(rebuilt)
+    assert again == pending  # same id, reason, message, metadata, schema
+
+    # Resuming from the rebuilt state completes the run.
+    run = run_segment(client, "dev", resume(thread, again["id"], {"value": "blue"}))
+    for payload in ({"values": ["alerts"]}, {"approved": True}):
+        run = run_segment(client, "dev", resume(thread, interrupts(run)[0]["id"], payload))
+    assert run[-1]["outcome"]["type"] == "success"
+    assert run[-1]["result"]["result"] == {"name": "Vega", "color": "blue", "extras": ["alerts"],
+                                           "approved": True, "reason": ""}
+
+    # And a connect after the end rebuilds the finished thread.
+    _empty_event_store(run_id)
+    (done,) = validate_events(post_events(client, "/agui/dev/connect/", {"threadId": thread}))
+    assert done[-1]["outcome"]["type"] == "success"
+    assert done[-1]["result"]["status"] == "completed"
+    assert "Vega" in done[1]["messages"][-1]["content"]
+    assert done[2]["snapshot"]["outcome"] == "completed"
+
+
+def test_reviewer_may_connect_outsider_may_not(api):
+    owner = api("owner")
+    body = run_input()
+    (pending,) = interrupts(run_segment(owner, "dev", body))
+    (rebuilt,) = validate_events(post_events(api("reviewer"), "/agui/dev/connect/",
+                                             {"threadId": body["threadId"]}))
+    assert interrupts(rebuilt)[0]["id"] == pending["id"]
+    r = api("outsider").post("/agui/dev/connect/", json={"threadId": body["threadId"]})
+    assert r.status_code == 404 and r.json()["code"] == "unknown_thread"
+    assert "data:" not in r.text
+    # Unknown thread: the same answer.
+    r = owner.post("/agui/dev/connect/", json={"threadId": "never-used"})
+    assert r.status_code == 404
+
+
+def test_connect_joins_a_live_run(api, live):
+    """While a segment runs, connect replays it from its RUN_STARTED and follows it live."""
+    client = api("owner")
+    body = run_input()
+    thread = body["threadId"]
+    run = run_segment(client, "dev", body)
+    for payload in ({"value": "Live"}, {"value": "red"}, {"values": ["logging"]}):
+        run = run_segment(client, "dev", resume(thread, interrupts(run)[0]["id"], payload))
+    approval = interrupts(run)[0]["id"]
+
+    # Stop the worker so the resumed segment waits: connect must wait for it, then follow.
+    worker = live["worker"]
+    worker.stop()
+    got: dict = {}
+
+    def read(key: str, path: str, body: dict) -> None:
+        got[key] = post_events(api("owner"), path, body)
+
+    readers = [threading.Thread(target=read, args=(
+        "resumed", "/agui/dev/", resume(thread, approval, {"approved": True})))]
+    readers[0].start()
+    try:
+        deadline = time.monotonic() + 10
+        while AgentRun.objects.get(thread_id=thread).status != "resuming":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        readers.append(threading.Thread(target=read, args=(
+            "joined", "/agui/dev/connect/", {"threadId": thread, "runId": "c-1"})))
+        readers[1].start()
+        time.sleep(0.5)
+    finally:
+        worker.start()
+    for reader in readers:
+        reader.join(30)
+        assert not reader.is_alive()
+    (resumed,) = validate_events(got["resumed"])
+    (joined,) = validate_events(got["joined"])
+    assert joined[0]["runId"] == "c-1" and joined[-1]["runId"] == "c-1"
+    assert joined[-1]["outcome"]["type"] == "success"
+    assert [e["type"] for e in joined] == [e["type"] for e in resumed]
+    assert any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in joined)

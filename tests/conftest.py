@@ -34,6 +34,11 @@ def django_db_modify_db_settings() -> None:
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = f"test_agentsite_{os.getpid()}"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "agui_unchecked: skip the teardown check of the "
+                            "test's published AG-UI events (for tests that break them on purpose)")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     # Stop the embedded Postgres / Redis only if this test run started them.
     embedded.stop_started()
@@ -99,7 +104,11 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     log_dir = tmp_path_factory.mktemp("logs")
     port = _free_port()
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
-           "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1"}
+           "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
+           # Test-only agents with a call log (tests/counting_agents.py), on the offline model.
+           "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
+                                                "tests.counting_agents"]),
+           "AGENT_MODEL": ""}
     worker = Process(
         "worker",
         [sys.executable, "-m", "celery", "-A", "agentsite", "worker", "-Q", QUEUE,
@@ -134,7 +143,7 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
 
 
 @pytest.fixture
-def live(services, transactional_db) -> Iterator[dict]:
+def live(services, transactional_db, request) -> Iterator[dict]:
     yield services
     # Let the worker finish what the test set off before the database is flushed.
     from runs.models import AgentRun
@@ -143,6 +152,17 @@ def live(services, transactional_db) -> Iterator[dict]:
     busy = ("queued", "running", "resuming")
     while AgentRun.objects.filter(status__in=busy).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    # Every event published on a run's channel during the test is a valid AG-UI 1.0
+    # event, and each run follows the protocol's sequence rules (tests/agui_rules.py).
+    if request.node.get_closest_marker("agui_unchecked") is None:
+        from tests.agui_rules import validate_events
+        from tests.helpers import published_events
+
+        for run_id in AgentRun.objects.values_list("id", flat=True):
+            try:
+                validate_events(published_events(str(run_id)))
+            except AssertionError as err:
+                raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -30,6 +30,7 @@ from django.conf import settings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -125,6 +126,12 @@ class DocumentMissing(Exception):
     pass
 
 
+@tool
+def read_version_plan(ref: str, config: RunnableConfig) -> str:
+    """Read a version plan: docs://versions/<name>.md (shipped) or docs://uploads/<name>.md."""
+    return read_document(ref, config["configurable"]["thread_id"])
+
+
 def read_document(ref: str, thread_id: str) -> str:
     """Text of a shipped (``docs://versions/``) or uploaded (``docs://uploads/``) plan."""
     match = re.fullmatch(DOC_REF, ref or "")
@@ -185,12 +192,9 @@ def judge(text: str) -> tuple[list[str], str, list[dict[str, Any]]]:
 
 @dataclass
 class Deps:
-    """What the nodes use from outside; the count test swaps in instrumented ones."""
+    """What the nodes use from outside (a test may pass another chat model factory)."""
 
     model: Callable[[], BaseChatModel] = get_chat_model
-    read_document: Callable[[str, str], str] = read_document
-    # Wraps each node (name, fn) → fn; identity by default.
-    wrap: Callable[[str, Callable], Callable] = field(default=lambda name, fn: fn)
 
 
 def _say(text: str) -> AIMessage:
@@ -232,7 +236,7 @@ def build(deps: Deps | None = None) -> StateGraph:
             return {"outcome": "blocked", "outcome_reason": reason,
                     "messages": [_say(f"Blocked: {reason}.")], "trace": ["read_plan"]}
         try:
-            text = deps.read_document(doc, config["configurable"]["thread_id"])
+            text = read_version_plan.invoke({"ref": doc}, config)
         except DocumentMissing as exc:
             return {"outcome": "blocked", "outcome_reason": str(exc),
                     "messages": [_say(f"Blocked: {exc}.")], "trace": ["read_plan"]}
@@ -358,7 +362,7 @@ def build(deps: Deps | None = None) -> StateGraph:
     graph = StateGraph(TasklistState)
     for node in (read_plan, judge_plan, decide_strategy, strategy_review, generate_draft,
                  validate_draft, revision_review, revise_draft, finalize):
-        graph.add_node(node.__name__, deps.wrap(node.__name__, node))
+        graph.add_node(node.__name__, node)
     graph.add_edge(START, "read_plan")
     graph.add_conditional_edges("read_plan", after_read, ["judge_plan", END])
     graph.add_conditional_edges("judge_plan", after_judge, ["decide_strategy", END])

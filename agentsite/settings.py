@@ -175,5 +175,8 @@ AGENTSITE_AGENT_MODULES = env_list(
     ["runs.agents.dev", "runs.agents.showcase", "runs.agents.approvals", "runs.agents.tasklist",
      "runs.agents.assistant", "runs.agents.stock"]
 )
+# Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
+# anthropic:…, ollama:…); empty → the built-in offline model (runs/chat_model.py).
+AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)

@@ -18,13 +18,14 @@ The offline model is a small rule engine, not a language model:
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -74,7 +75,7 @@ def offline_reply(system_prompt: str) -> Callable[[Skill], Skill]:
 
 def model_name() -> str:
     """What serves the agents: the AGENT_MODEL string, or ``offline``."""
-    return os.environ.get("AGENT_MODEL", "").strip() or OFFLINE_NAME
+    return (getattr(settings, "AGENT_MODEL", "") or "").strip() or OFFLINE_NAME
 
 
 def is_offline() -> bool:
@@ -82,10 +83,15 @@ def is_offline() -> bool:
 
 
 def get_chat_model() -> BaseChatModel:
-    """The configured chat model (a new instance: cheap for the offline one)."""
+    """The configured chat model (one client per process and AGENT_MODEL value)."""
     name = model_name()
     if name == OFFLINE_NAME:
         return OfflineChatModel()
+    return _provider_model(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _provider_model(name: str) -> BaseChatModel:
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as exc:  # pragma: no cover - langchain is a core dependency

@@ -12,24 +12,24 @@ from pydantic import BaseModel
 from runs.chat_model import OfflineChatModel, get_chat_model, model_name, offline_skill
 
 
-def test_without_agent_model_the_offline_model_serves(monkeypatch):
-    monkeypatch.delenv("AGENT_MODEL", raising=False)
+def test_without_agent_model_the_offline_model_serves(settings):
+    settings.AGENT_MODEL = ""
     assert model_name() == "offline"
     assert isinstance(get_chat_model(), OfflineChatModel)
-    monkeypatch.setenv("AGENT_MODEL", "  ")
+    settings.AGENT_MODEL = "  "
     assert model_name() == "offline"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("langchain_openai") is not None,
                     reason="the openai extra is installed here")
-def test_a_provider_without_its_package_names_the_extra(monkeypatch):
-    monkeypatch.setenv("AGENT_MODEL", "openai:gpt-4o-mini")
+def test_a_provider_without_its_package_names_the_extra(settings):
+    settings.AGENT_MODEL = "openai:gpt-4o-mini"
     with pytest.raises(ImproperlyConfigured, match=r"pip install -e '\.\[openai\]'"):
         get_chat_model()
 
 
-def test_unknown_provider_is_a_configuration_error(monkeypatch):
-    monkeypatch.setenv("AGENT_MODEL", "nosuchprovider:model")
+def test_unknown_provider_is_a_configuration_error(settings):
+    settings.AGENT_MODEL = "nosuchprovider:model"
     with pytest.raises(ImproperlyConfigured, match="nosuchprovider"):
         get_chat_model()
 

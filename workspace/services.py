@@ -21,6 +21,8 @@ def document_upload(*, owner: Any, name: str, content: str) -> Document:
             "name": ["letters, digits, '.', '_' or '-', ending in .md (e.g. v2.1.md)"]})
     if not (content or "").strip():
         raise InvalidInput("empty document", fields={"content": ["must not be empty"]})
+    if "\x00" in content:
+        raise InvalidInput("invalid document", fields={"content": ["must not contain NUL"]})
     if len(content) > MAX_DOCUMENT_CHARS:
         raise InvalidInput("document too long",
                            fields={"content": [f"at most {MAX_DOCUMENT_CHARS} characters"]})

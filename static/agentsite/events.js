@@ -4,7 +4,8 @@
  *   const stream = agentsiteEvents.open("/api/runs/<id>/events/", {
  *     onEvent(data, meta) { ... },   // data: the parsed JSON (an AG-UI event, or a queue change)
  *     onError(info) { ... },         // the stream is closed for good (401/404, access revoked)
- *     onReset(info) { ... },         // stored events expired: rebuild from the REST/connect API
+ *     onGap(info) { ... },           // events the store no longer has (expired after 24 h):
+ *                                    // rebuild from the REST / AG-UI connect API
  *   });
  *   stream.close();
  *
@@ -50,7 +51,7 @@
       source.addEventListener("message", onMessage);
       source.addEventListener("stream-error", (e) => fail(JSON.parse(e.data)));
       source.addEventListener("stream-reset", (e) => {
-        if (handlers.onReset) handlers.onReset(JSON.parse(e.data));
+        if (handlers.onGap) handlers.onGap(JSON.parse(e.data)); // (a store that knows it lost some)
       });
       source.onerror = () => {
         // CONNECTING: the browser retries by itself. CLOSED: refused (e.g. 401/404).
@@ -70,6 +71,7 @@
         if (!closed) connect();
         return;
       }
+      if (gap && handlers.onGap) handlers.onGap({ after: makeId(seen), got: e.lastEventId });
       for (const c of newer) seen[c] = ids[c];
       if (handlers.onEvent) handlers.onEvent(JSON.parse(e.data), { id: e.lastEventId });
     }

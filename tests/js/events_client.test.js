@@ -54,11 +54,14 @@ test("drops replayed ids and refetches after a gap", () => {
 test("a gap the store cannot fill is accepted after one retry", () => {
   const { FakeEventSource, made } = fakeSource();
   const got = [];
-  open("/x/", { onEvent: (d) => got.push(d.n) }, { EventSource: FakeEventSource, from: "c:1" });
+  const gaps = [];
+  open("/x/", { onEvent: (d) => got.push(d.n), onGap: (g) => gaps.push(g) },
+    { EventSource: FakeEventSource, from: "c:1" });
   assert.ok(made[0].url.endsWith("?lastEventId=c%3A1"));
   made[0].emit("message", "c:3", { n: 3 });
   made[1].emit("message", "c:3", { n: 3 });
   assert.deepStrictEqual(got, [3]);
+  assert.deepStrictEqual(gaps, [{ after: "c:1", got: "c:3" }]);
   assert.strictEqual(made.length, 2);
 });
 

@@ -7,3 +7,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 # Static files (admin CSS/JS, our pages' assets) are served by Django's ASGI static
 # handler: it answers only under STATIC_URL and leaves every other request async.
 application = ASGIStaticFilesHandler(get_asgi_application())
+
+# AG-UI endpoints skip the middleware stack (why: runs/agui_asgi.py).
+from runs.agui_asgi import route_agui  # noqa: E402
+
+application = route_agui(application)

@@ -23,6 +23,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput, RunFinishedEvent, RunStartedEvent
@@ -34,6 +35,7 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
 from agentsite.errors import Conflict, NotFound, ServiceError
@@ -86,12 +88,25 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _authenticate(request: HttpRequest) -> Any:
     """The API's authentication (token or session + CSRF); anonymous → 401."""
-    drf = Request(request, authenticators=[TokenAuthentication(), SessionAuthentication()])
+    if not hasattr(request, "session"):
+        # Served without middleware (runs/agui_asgi.py): load the session ourselves,
+        # only when a session cookie is sent, so session auth works as on /api/.
+        from django.conf import settings
+        from django.contrib.auth import get_user
+        from django.utils.functional import SimpleLazyObject
+
+        key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        if key:
+            engine = import_module(settings.SESSION_ENGINE)
+            request.session = engine.SessionStore(key)
+            request.user = SimpleLazyObject(lambda: get_user(request))
+    # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
+    drf = Request(request, parsers=[JSONParser()],
+                  authenticators=[TokenAuthentication(), SessionAuthentication()])
     try:
         user = drf.user
     except exceptions.APIException as exc:
-        raise ApiError(exc.status_code, "not_authenticated"
-                       if exc.status_code == 401 else "forbidden", str(exc.detail)) from None
+        raise ApiError(exc.status_code, exc.default_code, str(exc.detail)) from None
     if not user or not user.is_authenticated:
         raise ApiError(401, "not_authenticated", "Authentication credentials were not provided.")
     return user

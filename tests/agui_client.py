@@ -18,9 +18,11 @@ def run_input(thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
             **extra}
 
 
-def post_events(client: httpx.Client, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+def post_events(client: httpx.Client, path: str, body: dict[str, Any],
+                headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """POST and return the streamed events; the stream must be 200 text/event-stream."""
-    with client.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as r:
+    with client.stream("POST", path, json=body,
+                       headers={"Accept": "text/event-stream", **(headers or {})}) as r:
         if r.status_code != 200:
             r.read()
             raise AssertionError(f"{path}: {r.status_code} {r.text}")

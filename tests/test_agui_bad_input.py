@@ -7,7 +7,7 @@ import pytest
 
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun, AuditLog
-from tests.agui_client import interrupts, resume, run_input, run_segment
+from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -93,3 +93,21 @@ def test_other_user_cannot_run_or_resume_on_a_thread(api):
     r = outsider.post("/agui/dev/connect/", json={"threadId": body["threadId"]})
     assert r.status_code == 404, r.text
     assert AgentInterrupt.objects.get(interrupt_id=pending["id"]).status == "pending"
+
+
+def test_session_auth_needs_csrf(live, users):
+    import re
+
+    import httpx
+
+    with httpx.Client(base_url=live["base_url"], timeout=30) as browser:
+        page = browser.get("/accounts/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        r = browser.post("/accounts/login/", data={"username": "owner", "password": "pw-owner",
+                                                   "csrfmiddlewaretoken": token})
+        assert r.status_code in (200, 302) and "sessionid" in browser.cookies, r.text[:500]
+        r = browser.post("/agui/dev/", json=run_input())
+        assert r.status_code == 403 and "CSRF" in r.json()["detail"], r.text
+        events = post_events(browser, "/agui/dev/", run_input(),
+                             headers={"X-CSRFToken": browser.cookies["csrftoken"]})
+        assert events[-1]["outcome"]["type"] == "interrupt"

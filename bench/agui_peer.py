@@ -1,0 +1,209 @@
+"""Full `dev` runs over AG-UI: agentsite's /agui/dev/ vs. ag-ui-langgraph's own endpoint.
+
+One full run = start + one resume per interrupt (4) until RUN_FINISHED(success), each
+an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
+- ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → Celery
+  worker runs the graph on PostgresSaver → events via Redis → relayed to the client.
+- peer: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``) serving
+  the same graph (``runs.agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in its
+  own uvicorn process, on the same database. Needs the bench extra (``make bench``).
+
+Usage: python bench/agui_peer.py [--runs N] [--warmup N]
+       (internal: --serve-peer PORT starts the peer server)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+
+from bench._services import ROOT, Stack, free_port, percentile  # noqa: E402
+
+ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
+           {"approved": True}]
+
+
+def peer_graph():
+    """``runs.agents.dev.build()`` node for node, on a ``typing_extensions.TypedDict`` state:
+    ag-ui-langgraph builds a pydantic schema from the state, which rejects ``typing.TypedDict``
+    on Python 3.11."""
+    from typing import get_type_hints
+
+    from langgraph.graph import StateGraph
+    from typing_extensions import TypedDict
+
+    from runs.agents import dev
+
+    state = TypedDict("DevState", get_type_hints(dev.DevState, include_extras=True),
+                      total=False)
+    original = dev.build()
+    graph = StateGraph(state)
+    for name, spec in original.nodes.items():
+        graph.add_node(name, spec.runnable)
+    for start, end in original.edges:
+        graph.add_edge(start, end)
+    return graph
+
+
+def serve_peer(port: int) -> None:
+    """ag-ui-langgraph's FastAPI endpoint over the dev graph on AsyncPostgresSaver."""
+    import uvicorn
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    from runs.checkpointer import conninfo
+
+    dsn = conninfo()
+    holder: dict[str, Any] = {}
+
+    async def lifespan(app: FastAPI):
+        pool = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False, kwargs={
+            "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+        await pool.open()
+        graph = peer_graph().compile(checkpointer=AsyncPostgresSaver(pool))
+        holder["pool"] = pool
+        # Package defaults, except the two switches that make it answer interrupts the
+        # AG-UI 1.0 way (RUN_FINISHED.outcome, resume via RunAgentInput.resume) like ours.
+        agent = LangGraphAgent(name="dev", graph=graph, emit_interrupt_outcome=True,
+                               enable_legacy_on_interrupt_event=False)
+        add_langgraph_fastapi_endpoint(app, agent, "/dev/")
+        yield
+        await pool.close()
+
+    app = FastAPI(lifespan=lifespan)
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"ok": True}
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def read_segment(client: httpx.Client, url: str, body: dict) -> dict:
+    """POST one AG-UI run and read its SSE answer; returns RUN_FINISHED."""
+    with client.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as r:
+        if r.status_code != 200:
+            r.read()
+            raise RuntimeError(f"{url}: {r.status_code} {r.text[:500]}")
+        for line in r.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            if event["type"] == "RUN_ERROR":
+                raise RuntimeError(f"{url}: RUN_ERROR {event}")
+            if event["type"] == "RUN_FINISHED":
+                return event
+    raise RuntimeError(f"{url}: stream ended without RUN_FINISHED")
+
+
+def run_input(thread_id: str, **extra: Any) -> dict:
+    return {"threadId": thread_id, "runId": str(uuid.uuid4()), "protocolVersion": "1.0",
+            "state": {}, "messages": [],
+            "tools": [], "context": [], "forwardedProps": {}, **extra}
+
+
+def full_run(client: httpx.Client, url: str, first: dict) -> float:
+    thread = str(uuid.uuid4())
+    t0 = time.perf_counter()
+    finished = read_segment(client, url, run_input(thread, **first))
+    for payload in ANSWERS:
+        (pending,) = finished["outcome"]["interrupts"]
+        finished = read_segment(client, url, run_input(thread, resume=[
+            {"interruptId": pending["id"], "status": "resolved", "payload": payload}]))
+    elapsed = time.perf_counter() - t0
+    outcome = finished.get("outcome")
+    assert outcome is None or outcome.get("type") == "success", finished
+    return elapsed
+
+
+def report(name: str, samples: list[float]) -> tuple[float, float]:
+    p50, p99 = percentile(samples, 50) * 1000, percentile(samples, 99) * 1000
+    print(f"{name:<34} n={len(samples):<4} p50={p50:8.1f} ms   p99={p99:8.1f} ms")
+    return p50, p99
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--serve-peer", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_peer:
+        serve_peer(args.serve_peer)
+        return
+
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    token, _ = Token.objects.get_or_create(user=user)
+
+    peer_port = free_port()
+    peer = subprocess.Popen([sys.executable, __file__, "--serve-peer", str(peer_port)],
+                            cwd=ROOT, start_new_session=True)
+    try:
+        peer_url = f"http://127.0.0.1:{peer_port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{peer_url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if peer.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("peer server did not start")
+            time.sleep(0.1)
+
+        with Stack(f"agentsite-bench-{os.getpid()}") as stack, \
+                httpx.Client(timeout=30) as peer_client, \
+                httpx.Client(base_url=stack.base_url, timeout=30,
+                             headers={"Authorization": f"Token {token.key}"}) as ours_client:
+            ours_first = {"forwardedProps": {"input": {"topic": "bench"}}}
+            peer_first = {"state": {"topic": "bench", "trace": []}}
+            for _ in range(args.warmup):
+                full_run(peer_client, f"{peer_url}/dev/", peer_first)
+                full_run(ours_client, "/agui/dev/", ours_first)
+            peer_samples, ours_samples = [], []
+            # Interleaved, so both see the same machine load.
+            for _ in range(args.runs):
+                peer_samples.append(full_run(peer_client, f"{peer_url}/dev/", peer_first))
+                ours_samples.append(full_run(ours_client, "/agui/dev/", ours_first))
+    finally:
+        if peer.poll() is None:
+            os.killpg(peer.pid, signal.SIGTERM)
+            peer.wait(30)
+
+    print(f"dev agent over AG-UI: start + 4 resumes to RUN_FINISHED(success); database "
+          f"{settings.DATABASES['default']['NAME']} on {settings.DATABASES['default']['HOST']}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    e50, e99 = report("peer (ag-ui-langgraph FastAPI)", peer_samples)
+    o50, o99 = report("agentsite /agui/dev/", ours_samples)
+    print(f"{'ratio agentsite/peer':<34}        p50={o50 / e50:8.2f} x    p99={o99 / e99:8.2f} x"
+          f"   (target p50 <= 1.25 x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,8 +27,15 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[embedded,test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) bench/cycle.py
+	$(PY) bench/agui_peer.py
 
 clean-data:
 	$(PY) -m agentsite.embedded stop

@@ -23,7 +23,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("api/runs/<uuid:run_id>/events/", RunEventsView.as_view(), name="run-events"),
+    # Any id reaches the view, so a malformed one is a JSON 404 like the rest of the API.
+    path("api/runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
     path("api/events/", QueueEventsView.as_view(), name="queue-events"),
     path("api/", include(router.urls)),
     path("healthz", healthz, name="healthz"),

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +43,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from agentsite.api_docs import errors
 from runs.event_channels import may_read, release_db_connections, user_stream_channel
 from runs.publish import run_channel
 
@@ -114,9 +114,15 @@ LAST_EVENT_ID = OpenApiParameter(
     "Last-Event-ID", str, OpenApiParameter.HEADER, required=False,
     description="Resume after this event id (the browser sends it on reconnect); "
                 "or the query parameter lastEventId.")
+# One server-sent event (the content of text/event-stream is a sequence of these).
+SSE_EVENT = {"type": "object", "required": ["event"], "properties": {
+    "event": {"type": "string", "description": "message, stream-open, keep-alive, "
+                                               "stream-reset or stream-error"},
+    "id": {"type": "string", "description": "<channel>:<n>"},
+    "data": {"type": "string", "description": "the event JSON"}}}
 STREAM_RESPONSE = OpenApiResponse(
-    OpenApiTypes.STR, description="text/event-stream: `event: message`, `id: <channel>:<n>`, "
-                                  "`data: <event JSON>`; keep-alive comments every 20 s.")
+    SSE_EVENT, description="text/event-stream: `event: message`, `id: <channel>:<n>`, "
+                                  "`data: <event JSON>`; `event: keep-alive` every 20 s.")
 
 
 class EventStreamView(APIView):
@@ -153,10 +159,12 @@ class EventStreamView(APIView):
 
 
 class RunEventsView(EventStreamView):
-    @extend_schema(operation_id="runs_events", parameters=[LAST_EVENT_ID],
-                   responses={200: STREAM_RESPONSE, 401: OpenApiTypes.OBJECT,
-                              404: OpenApiTypes.OBJECT})
-    def get(self, request: Request, run_id: uuid.UUID) -> Any:
+    @extend_schema(operation_id="runs_events", parameters=[
+                       LAST_EVENT_ID, OpenApiParameter("run_id", OpenApiTypes.UUID,
+                                                       OpenApiParameter.PATH)],
+                   responses={(200, "text/event-stream"): STREAM_RESPONSE,
+                              **errors(400, 401, 404)})
+    def get(self, request: Request, run_id: str) -> Any:
         """The run's AG-UI events: all stored ones (or those after Last-Event-ID), then live."""
         channel = run_channel(run_id)
         if not may_read(request.user, channel):
@@ -166,7 +174,8 @@ class RunEventsView(EventStreamView):
 
 class QueueEventsView(EventStreamView):
     @extend_schema(operation_id="events", parameters=[LAST_EVENT_ID],
-                   responses={200: STREAM_RESPONSE, 401: OpenApiTypes.OBJECT})
+                   responses={(200, "text/event-stream"): STREAM_RESPONSE,
+                              **errors(400, 401)})
     def get(self, request: Request) -> Any:
         """Interrupt-queue changes from now on: own runs, or every run for a reviewer."""
         return self.open_stream(request, user_stream_channel(request.user), from_start=False)

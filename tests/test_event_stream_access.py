@@ -24,8 +24,9 @@ def test_another_users_run_stream_is_404_before_streaming(api):
             assert stream.status == 404, url
             assert stream.response.headers["content-type"] == "application/json"
             assert stream.json()["code"] == "not_found"
-    # The id is not a uuid: no such route.
-    assert outsider.get("/api/runs/nope/events/", headers=SSE).status_code == 404
+    # The id is not a uuid: the same JSON 404.
+    r = outsider.get("/api/runs/nope.x/events/", headers=SSE)
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
 
 
 def test_anonymous_and_bad_token_are_401(api, live):

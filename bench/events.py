@@ -1,0 +1,253 @@
+"""Live events (SSE): publish → browser-stream latency, and what 500 open streams cost.
+
+Starts a Celery worker + web server (bench/_services.Stack) and one more web process
+that serves the streams, with its own Postgres application_name so its connections can
+be counted in pg_stat_activity. Then, all on loopback:
+1. dev runs through the worker (start + 4 answers), an SSE stream open on each run:
+   latency = client receive time − the AG-UI event's ``timestamp`` (set by the worker
+   as it makes the event, ms resolution), for every event of segments 2..5 (live ones);
+2. ``publish()`` (the worker's publish function) of timestamped CUSTOM events on a run
+   channel → receive on its stream: the publish → Redis pub/sub → web → client path alone;
+3. N (500) concurrent open streams on the stream web process: its RSS, threads and
+   Postgres connections before and with all open, and (2) again with all of them open.
+
+Usage: python bench/events.py [--runs 20] [--streams 500] [--publishes 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+from ag_ui.core import CustomEvent  # noqa: E402
+from asgiref.sync import sync_to_async  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from bench._services import Stack, free_port, percentile  # noqa: E402
+from runs.publish import publish  # noqa: E402
+
+ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
+           {"approved": True}]
+APP_NAME = f"agentsite-bench-sse-{os.getpid()}"
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class Stream:
+    """One SSE stream read in the background; events land in ``events`` with receive times."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client, self.url = client, url
+        self.events: list[tuple[float, dict]] = []
+        self.opened = asyncio.Event()
+        self.changed = asyncio.Event()
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async with self.client.stream("GET", self.url) as response:
+            assert response.status_code == 200, (self.url, response.status_code)
+            kind, data = "message", []
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+                elif line == "":
+                    if kind == "stream-open":
+                        self.opened.set()
+                    elif kind == "message" and data:
+                        self.events.append((time.time(), json.loads("\n".join(data))))
+                        self.changed.set()
+                    kind, data = "message", []
+
+    async def wait_for(self, test, timeout: float = 60) -> dict:
+        """The first event (from the start of the stream) that passes ``test``."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for _, event in self.events[seen:]:
+                if test(event):
+                    return event
+            seen = len(self.events)
+            self.changed.clear()
+            if self.task.done():
+                self.task.result()
+                raise EOFError(self.url)
+            await asyncio.wait_for(self.changed.wait(), max(0.01, deadline - time.monotonic()))
+
+    async def close(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+def finishes(n: int):
+    count = 0
+
+    def test(event: dict) -> bool:
+        nonlocal count
+        if event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+            count += 1
+        return count >= n
+    return test
+
+
+async def drive_run(rest: httpx.AsyncClient, sse: httpx.AsyncClient) -> list[float]:
+    """A full dev run with its stream open; latencies (ms) of the live segments' events."""
+    run = (await rest.post("/api/runs/", json={"agent": "dev", "input": {"topic": "b"}})).json()
+    stream = Stream(sse, f"/api/runs/{run['id']}/events/")
+    try:
+        first_live = None
+        for i, payload in enumerate(ANSWERS, start=1):
+            finished = await stream.wait_for(finishes(i))
+            if first_live is None:
+                first_live = len(stream.events)
+            r = await rest.post(f"/api/runs/{run['id']}/resume/", json={
+                "interrupt_id": finished["outcome"]["interrupts"][0]["id"], "payload": payload})
+            assert r.status_code == 202, r.text
+        final = await stream.wait_for(finishes(len(ANSWERS) + 1))
+        assert final["outcome"]["type"] == "success", final
+        return [(got - event["timestamp"] / 1000) * 1000
+                for got, event in stream.events[first_live:] if event.get("timestamp")]
+    finally:
+        await stream.close()
+
+
+async def publish_latency(sse: httpx.AsyncClient, run_id: str, count: int) -> list[float]:
+    """publish() one timestamped CUSTOM event at a time; ms until the stream has it."""
+    stream = Stream(sse, f"/api/runs/{run_id}/events/")
+    await stream.wait_for(finishes(len(ANSWERS) + 1))  # the stored history, replayed
+    out = []
+    try:
+        for i in range(count):
+            sent = time.time()
+            await asyncio.to_thread(publish, run_id, [CustomEvent(name="bench",
+                                                                 value={"i": i, "t": sent})])
+            event = await stream.wait_for(lambda e, i=i: e["type"] == "CUSTOM"
+                                          and e["value"]["i"] == i)
+            got = next(t for t, e in reversed(stream.events) if e is event)
+            out.append((got - event["value"]["t"]) * 1000)
+            await asyncio.sleep(0.005)
+        return out
+    finally:
+        await stream.close()
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    rows = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(row.split(":", 1) for row in rows if ":" in row)
+
+
+def web_numbers(pid: int) -> tuple[float, int, int]:
+    """(RSS MiB, threads, Postgres connections) of the stream web process."""
+    status = proc_status(pid)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                       [APP_NAME])
+        pg = cursor.fetchone()[0]
+    return int(status["VmRSS"].split()[0]) / 1024, int(status["Threads"]), pg
+
+
+def report(name: str, samples: list[float]) -> None:
+    print(f"{name:<44} n={len(samples):<5} p50={percentile(samples, 50):7.1f} ms   "
+          f"p99={percentile(samples, 99):7.1f} ms")
+
+
+async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> None:
+    headers = {"Authorization": f"Token {token}"}
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    timeout = httpx.Timeout(60, pool=None)
+    async with httpx.AsyncClient(base_url=stack.base_url, headers=headers,
+                                 timeout=timeout) as rest, \
+            httpx.AsyncClient(base_url=sse_url, headers=headers, timeout=timeout,
+                              limits=limits) as sse:
+        await drive_run(rest, sse)  # warm-up
+        lat: list[float] = []
+        runs = []
+        for _ in range(args.runs):
+            lat += await drive_run(rest, sse)
+        report(f"worker event → SSE client, {args.runs} dev runs", lat)
+        listed = (await rest.get("/api/runs/", params={"status": "completed"})).json()
+        runs = [r["id"] for r in listed["results"]]
+        report("publish() → SSE client, 1 stream open",
+               await publish_latency(sse, runs[0], args.publishes))
+
+        rss0, threads0, pg0 = await sync_to_async(web_numbers)(sse_pid)
+        t0 = time.perf_counter()
+        streams = [Stream(sse, f"/api/runs/{runs[i % len(runs)]}/events/")
+                   for i in range(args.streams)]
+        await asyncio.wait_for(asyncio.gather(*(s.opened.wait() for s in streams)), 120)
+        opened = time.perf_counter() - t0
+        await asyncio.sleep(1)
+        rss1, threads1, pg1 = await sync_to_async(web_numbers)(sse_pid)
+        report(f"publish() → SSE client, {args.streams} streams open",
+               await publish_latency(sse, runs[-1], args.publishes))
+        rss2, threads2, pg2 = await sync_to_async(web_numbers)(sse_pid)
+        assert all(not s.task.done() for s in streams), "a stream ended early"
+        for s in streams:
+            await s.close()
+        print(f"{args.streams} streams opened in {opened:.1f} s (DB_POOL_MAX="
+              f"{os.environ.get('DB_POOL_MAX', '8')})")
+        print(f"{'stream web process':<24}{'RSS MiB':>10}{'threads':>10}{'PG conns':>10}")
+        for label, rss, threads, pg in (("before", rss0, threads0, pg0),
+                                        (f"{args.streams} open", rss1, threads1, pg1),
+                                        ("+ publish load", rss2, threads2, pg2)):
+            print(f"{label:<24}{rss:>10.1f}{threads:>10}{pg:>10}")
+        print(f"RSS per open stream: {(rss1 - rss0) * 1024 / args.streams:.1f} KiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--publishes", type=int, default=300)
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench-events")
+    token, _ = Token.objects.get_or_create(user=user)
+    connection.close()
+
+    with Stack(f"agentsite-bench-{os.getpid()}") as stack:
+        port = free_port()
+        env = stack.env
+        stack.env = {**env, "PGAPPNAME": APP_NAME}  # only this process is counted
+        web = stack._spawn("web-sse", [sys.executable, "-m", "uvicorn",
+                                       "agentsite.asgi:application", "--host", "127.0.0.1",
+                                       "--port", str(port), "--no-access-log",
+                                       "--log-level", "warning"])
+        stack.env = env
+        sse_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{sse_url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"stream web server did not start; logs in {stack.logs}")
+            time.sleep(0.1)
+        print(f"loopback; Redis {settings.REDIS_URL.split('@')[-1]}; "
+              f"database {settings.DATABASES['default']['NAME']}")
+        asyncio.run(bench(stack, sse_url, web.pid, token.key, args))
+
+
+if __name__ == "__main__":
+    main()

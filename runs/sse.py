@@ -28,12 +28,14 @@ import asyncio
 import json
 import logging
 from typing import Any
+from urllib.parse import unquote
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django_eventstream.event import Event
 from django_eventstream.eventrequest import EventRequest
-from django_eventstream.utils import add_default_headers
+from django_eventstream.utils import add_default_headers, get_storage, make_id, sse_encode_event
 from django_eventstream.views import Listener, ListenerManager, get_listener_manager, stream
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -104,10 +106,57 @@ def ensure_reading() -> None:
     _reader = asyncio.get_running_loop().create_task(_read_pubsub(manager))
 
 
-async def _live(event_request: EventRequest, listener: Listener):
+class InOrder:
+    """What leaves a stream: each event once, in id order, none skipped.
+
+    django-eventstream's stream can repeat an event (one read from the store and then
+    also delivered by pub/sub) and passes pub/sub's order and gaps through (two
+    publishers of one channel can publish ids 6 and 7 in either order). Its output is
+    whole SSE events, so this filter works on that text: a repeated id is dropped, and
+    before an id that skips some, the missing ones are read from the store.
+    """
+
+    FILL_TRIES, FILL_WAIT = 5, 0.02  # an id is stored a moment after it is counted
+
+    def __init__(self, last_ids: dict[str, str]) -> None:
+        self.last = {channel: int(n) for channel, n in last_ids.items()}
+
+    async def __call__(self, chunk: str) -> str:
+        out = []
+        for block in chunk.split("\n\n"):
+            ident = next((line[4:] for line in block.split("\n") if line.startswith("id: ")),
+                         None)
+            if not block.startswith("event: message\n") or not ident or "," in ident:
+                out.append(block)  # control events, and ids of several channels
+                continue
+            quoted, _, number = ident.rpartition(":")
+            channel, n = unquote(quoted), int(number)
+            last = self.last.get(channel)
+            if last is not None and n <= last:
+                continue  # sent already
+            if last is not None and n > last + 1:
+                out.extend(await self._missing(channel, last, n))
+            self.last[channel] = n
+            out.append(block)
+        return "\n\n".join(out)
+
+    async def _missing(self, channel: str, last: int, n: int) -> list[str]:
+        read = sync_to_async(get_storage().get_events)
+        for _ in range(self.FILL_TRIES):
+            found = await read(channel, last, limit=n - last - 1)
+            if len(found) == n - last - 1:
+                break
+            await asyncio.sleep(self.FILL_WAIT)
+        return [sse_encode_event(e.type, e.data, event_id=make_id({channel: e.id})).rstrip("\n")
+                for e in found]
+
+
+async def _live(event_request: EventRequest, listener: Listener, in_order: InOrder):
     ensure_reading()
     async for chunk in stream(event_request, listener):
-        yield chunk
+        chunk = await in_order(chunk)
+        if chunk:
+            yield chunk
 
 
 LAST_EVENT_ID = OpenApiParameter(
@@ -146,13 +195,17 @@ class EventStreamView(APIView):
             raise ValidationError({"Last-Event-ID": [str(err)]}) from None
         if from_start and channel not in event_request.channel_last_ids:
             event_request.channel_last_ids[channel] = "0"  # from the first stored event
+        try:
+            in_order = InOrder(event_request.channel_last_ids)
+        except ValueError:
+            raise ValidationError({"Last-Event-ID": ["not an event id"]}) from None
         # Nothing below touches the database until the stream re-checks access
         # (which gives its connection back itself).
         release_db_connections()
         listener = Listener()
         listener.user_id = request.user.pk
         listener.channels = event_request.channels
-        response = StreamingHttpResponse(_live(event_request, listener),
+        response = StreamingHttpResponse(_live(event_request, listener, in_order),
                                          content_type="text/event-stream")
         add_default_headers(response, request=plain)
         return response

@@ -75,7 +75,8 @@ def test_proxy_only_parameters_are_refused(api):
     owner = api("owner")
     run = wait_run(owner, start_run(owner)["id"], "paused")
     url = f"/api/runs/{run['id']}/events/"
-    for params in ({"es-meta": "x"}, {"recover": "true"}, {"lastEventId": "garbage"}):
+    for params in ({"es-meta": "x"}, {"recover": "true"}, {"lastEventId": "garbage"},
+                   {"lastEventId": f"run-{run['id']}:x"}):
         r = owner.get(url, params=params, headers=SSE)
         assert r.status_code == 400, (params, r.text)
         assert r.headers["content-type"] == "application/json"

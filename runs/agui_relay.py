@@ -2,16 +2,20 @@
 
 The worker publishes every event twice (``runs.publish``): stored under
 ``event:<channel>:<id>`` (ids from ``event_counter:<channel>``) and fanned out on
-the pub/sub channel ``events_channel``. A relay subscribes first, then reads the
-stored events it missed, then follows pub/sub; ids dedupe the overlap and a hole
-in the live ids is filled from the store. Nothing here touches Postgres: callers
-pass a short ``check_status`` callback for the watchdog.
+the pub/sub channel ``events_channel``. A relay listens first (one shared
+subscription per process), then reads the stored events it missed, then follows
+pub/sub; ids dedupe the overlap and a hole in the live ids is filled from the
+store. Nothing here touches Postgres: callers pass a short ``check_status``
+callback for the watchdog.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -22,6 +26,7 @@ from pydantic import TypeAdapter
 
 from runs.publish import run_channel
 
+log = logging.getLogger(__name__)
 _event_adapter: TypeAdapter[Any] = TypeAdapter(Event)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
@@ -35,24 +40,76 @@ def parse_event(data: Any) -> BaseEvent:
     return _event_adapter.validate_python(json.loads(data) if isinstance(data, str) else data)
 
 
+class _Hub:
+    """One pub/sub subscription and one store client per process (event loop), shared by
+    every open relay: a stream costs a queue, not a Redis connection."""
+
+    def __init__(self) -> None:
+        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS)
+        self.queues: dict[str, set[asyncio.Queue]] = {}
+        self.listener: asyncio.Task | None = None
+        self.ready = asyncio.Event()
+
+    async def subscribed(self) -> None:
+        if self.listener is None or self.listener.done():
+            self.ready.clear()
+            self.listener = asyncio.get_running_loop().create_task(self._listen())
+        await self.ready.wait()
+
+    async def _listen(self) -> None:
+        pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe("events_channel")
+            self.ready.set()
+            while True:
+                message = await pubsub.get_message(timeout=30.0)
+                if not message or message.get("type") != "message":
+                    continue
+                body = json.loads(message["data"])
+                for queue in self.queues.get(body.get("channel"), ()):
+                    queue.put_nowait(body)
+        except Exception:  # noqa: BLE001 - relays fall back to the store; next stream resubscribes
+            log.exception("AG-UI relay: pub/sub listener stopped")
+        finally:
+            self.ready.set()  # never leave a waiter hanging; it reads the store instead
+            try:
+                await pubsub.aclose()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Hub] = weakref.WeakKeyDictionary()
+
+
+def _hub() -> _Hub:
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        hub = _hubs[loop] = _Hub()
+    return hub
+
+
 class RunEvents:
     """Stored and live events of one run channel, in id order, each exactly once."""
 
     def __init__(self, run_id: object) -> None:
         self.channel = run_channel(run_id)
-        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS)
-        self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        self.hub = _hub()
+        self.client = self.hub.client
+        self.queue: asyncio.Queue = asyncio.Queue()
 
     async def __aenter__(self) -> RunEvents:
-        # Subscribe before anything is read from the store, so no event falls between.
-        await self.pubsub.subscribe("events_channel")
+        # Listen before anything is read from the store, so no event falls between.
+        self.hub.queues.setdefault(self.channel, set()).add(self.queue)
+        await self.hub.subscribed()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        try:
-            await self.pubsub.aclose()
-        finally:
-            await self.client.aclose()
+        queues = self.hub.queues.get(self.channel)
+        if queues is not None:
+            queues.discard(self.queue)
+            if not queues:
+                del self.hub.queues[self.channel]
 
     async def counter(self) -> int:
         return int(await self.client.get(f"event_counter:{self.channel}") or 0)
@@ -78,28 +135,20 @@ class RunEvents:
         for item in await self.stored(last + 1, await self.counter()):
             last = item[0]
             yield item
-        quiet_since = checked = time.monotonic()
+        quiet_since = time.monotonic()
         while True:
-            message = await self.pubsub.get_message(timeout=idle)
-            if message is None:
-                now = time.monotonic()
-                if now - max(quiet_since, checked) < idle:
-                    continue  # a subscribe confirmation, not a quiet spell
-                checked = now
-                if now - quiet_since >= keepalive:
-                    quiet_since = now
+            try:
+                body = await asyncio.wait_for(self.queue.get(), timeout=idle)
+            except TimeoutError:
+                if time.monotonic() - quiet_since >= keepalive:
+                    quiet_since = time.monotonic()
                     yield KEEPALIVE  # type: ignore[misc]
-                # A quiet spell: look at the store too (a publish may predate our subscribe
-                # on a reconnecting Redis), then let the caller check the run.
+                # A quiet spell: look at the store too (the listener may have been
+                # reconnecting), then let the caller check the run.
                 for item in await self.stored(last + 1, await self.counter()):
                     last = item[0]
                     yield item
                 yield None
-                continue
-            if message.get("type") != "message":
-                continue
-            body = json.loads(message["data"])
-            if body.get("channel") != self.channel:
                 continue
             event_id = int(body["pub_id"])
             if event_id <= last:

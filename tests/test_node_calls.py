@@ -147,3 +147,19 @@ def test_ask_tool_is_the_only_thing_re_entered_on_resume(api):
         "agent>", "model@agent", "<agent",
         "tools>", "tool:kb_search@tools", "<tools",
         "agent>", "model@agent", "<agent", "finish>", "<finish"]
+
+
+def test_rejected_tool_call_is_never_started(api):
+    from workspace.models import Ticket
+
+    client = api("owner")
+    run = start_run(client, "assistant_counted", message="Please file a ticket about login")
+    run = wait_run(client, run["id"], "paused")
+    run = answer_and_wait(client, run, {"decision": "reject", "reason": "not needed"})
+    assert run["status"] == "completed", run
+    log = _segment(_log(run["thread_id"]))
+    assert log == ["agent>", "model@agent", "<agent", "approve_tools>", "!approve_tools",
+                   "approve_tools>", "<approve_tools", "tools>", "<tools",
+                   "agent>", "model@agent", "<agent", "finish>", "<finish"]
+    assert not any(entry.startswith("tool:") for entry in log)  # file_ticket never started
+    assert not Ticket.objects.filter(thread_id=run["thread_id"]).exists()

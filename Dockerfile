@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY agentsite agentsite
 COPY runs runs
 COPY hitl hitl
+COPY workspace workspace
 RUN pip install .
 COPY . .
 RUN useradd --create-home app && chown -R app /app

@@ -127,3 +127,51 @@ def test_connect_joins_a_live_run(api, live):
     assert joined[-1]["outcome"]["type"] == "success"
     assert [e["type"] for e in joined] == [e["type"] for e in resumed]
     assert any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in joined)
+
+
+def test_open_streams_hold_no_database_connection(api, live):
+    """Ten AG-UI streams waiting on a run: the database sees no more connections than before."""
+    from django.db import connection
+
+    client = api("owner")
+    body = run_input()
+    thread = body["threadId"]
+    (pending,) = interrupts(run_segment(client, "dev", body))
+    time.sleep(1.0)  # let the worker acknowledge its task before it is stopped (see above)
+    worker = live["worker"]
+    worker.stop()
+
+    def db_connections() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database()")
+            return cursor.fetchone()[0]
+
+    got: list = []
+    readers = []
+    try:
+        readers.append(threading.Thread(target=lambda: got.append(post_events(
+            api("owner"), "/agui/dev/", resume(thread, pending["id"], {"value": "Pooled"})))))
+        readers[0].start()
+        deadline = time.monotonic() + 10
+        while AgentRun.objects.get(thread_id=thread).status != "resuming":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        before = db_connections()
+        for _ in range(10):
+            reader = threading.Thread(target=lambda: got.append(post_events(
+                api("owner"), "/agui/dev/connect/", {"threadId": thread})))
+            reader.start()
+            readers.append(reader)
+        time.sleep(1.5)
+        during = db_connections()
+        assert during <= before + 1, (before, during)
+    finally:
+        worker.start()
+    for reader in readers:
+        reader.join(30)
+        assert not reader.is_alive()
+    assert len(got) == 11
+    for events in got:
+        (run,) = validate_events(events)
+        assert interrupts(run)[0]["metadata"]["type"] == "select"

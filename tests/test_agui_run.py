@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from hitl.models import AgentInterrupt
@@ -92,3 +94,20 @@ def test_new_run_on_a_finished_thread_continues_the_conversation(api):
     again = run_segment(client, "dev", run_input(body["threadId"]))
     assert interrupts(again)[0]["metadata"]["type"] == "input"
     assert AgentRun.objects.filter(thread_id=body["threadId"]).count() == 2
+
+
+def test_vanished_client_does_not_stop_the_run(api, live):
+    """The client hangs up right after the headers: the run still reaches its interrupt,
+    and the next resume (from another connection) carries on."""
+    client = api("owner")
+    body = run_input()
+    with client.stream("POST", "/agui/dev/", json=body) as r:
+        assert r.status_code == 200
+    deadline = time.monotonic() + 30
+    while AgentRun.objects.get(thread_id=body["threadId"]).status != "paused":
+        assert time.monotonic() < deadline, "run did not pause without its client"
+        time.sleep(0.05)
+    pending = AgentRun.objects.get(thread_id=body["threadId"]).interrupts.get()
+    run = run_segment(client, "dev", resume(body["threadId"], pending.interrupt_id,
+                                            {"value": "Ghost"}))
+    assert interrupts(run)[0]["metadata"]["type"] == "select"

@@ -45,7 +45,12 @@ def test_a_clear_question_is_answered_from_the_knowledge_base_without_asking(api
     answer = run["result"]["answer"]
     assert "**Billing and invoices**" in answer and "PDF" in answer
     assert Message.objects.get(pk=run["assistant_message_id"]).content == answer
-    validate_events(published_events(run["id"]))
+    (events,) = validate_events(published_events(run["id"]))
+    # The model's answer streamed word by word into the one assistant message.
+    deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert len(deltas) > 10 and "".join(deltas) == answer
+    assert {e["messageId"] for e in events if e["type"].startswith("TEXT_MESSAGE")} == {
+        run["assistant_message_id"]}
 
 
 def test_vague_request_asks_input(api):

@@ -11,7 +11,7 @@ be counted in pg_stat_activity. Then, all on loopback:
 3. N (500) concurrent open streams on the stream web process: its RSS, threads and
    Postgres connections before and with all open, and (2) again with all of them open.
 
-Usage: python bench/events.py [--runs 20] [--streams 500] [--publishes 300]
+Usage: python bench/events.py [--runs 20] [--streams 500] [--publishes 300] [--wave 50]
 """
 
 from __future__ import annotations
@@ -190,9 +190,12 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
 
         rss0, threads0, pg0 = await sync_to_async(web_numbers)(sse_pid)
         t0 = time.perf_counter()
-        streams = [Stream(sse, f"/api/runs/{runs[i % len(runs)]}/events/")
-                   for i in range(args.streams)]
-        await asyncio.wait_for(asyncio.gather(*(s.opened.wait() for s in streams)), 120)
+        streams: list[Stream] = []
+        while len(streams) < args.streams:  # in waves, as browsers arrive
+            wave = [Stream(sse, f"/api/runs/{runs[i % len(runs)]}/events/")
+                    for i in range(len(streams), min(args.streams, len(streams) + args.wave))]
+            await asyncio.wait_for(asyncio.gather(*(s.opened.wait() for s in wave)), 120)
+            streams += wave
         opened = time.perf_counter() - t0
         await asyncio.sleep(1)
         rss1, threads1, pg1 = await sync_to_async(web_numbers)(sse_pid)
@@ -202,8 +205,8 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
         assert all(not s.task.done() for s in streams), "a stream ended early"
         for s in streams:
             await s.close()
-        print(f"{args.streams} streams opened in {opened:.1f} s (DB_POOL_MAX="
-              f"{os.environ.get('DB_POOL_MAX', '8')})")
+        print(f"{args.streams} streams opened in {opened:.1f} s, {args.wave} at a time "
+              f"(DB_POOL_MAX={os.environ.get('DB_POOL_MAX', '8')})")
         print(f"{'stream web process':<24}{'RSS MiB':>10}{'threads':>10}{'PG conns':>10}")
         for label, rss, threads, pg in (("before", rss0, threads0, pg0),
                                         (f"{args.streams} open", rss1, threads1, pg1),
@@ -217,6 +220,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--publishes", type=int, default=300)
+    parser.add_argument("--wave", type=int, default=50, help="streams opening at once")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)

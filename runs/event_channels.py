@@ -12,6 +12,7 @@ gives its database connection back at once: an open stream must not hold one.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -61,14 +62,28 @@ def may_read(user: Any, channel: str) -> bool:
 class ChannelManager(ChannelManagerBase):
     """Channels come from our views (view kwargs), never from the query string."""
 
+    # How long one stream reuses an access decision: django-eventstream asks again at
+    # every read from the store (bursts cause many), and each ask costs a pooled
+    # connection; a revoked access still ends a stream within this time (at its next read).
+    RECHECK_AFTER = 30.0
+
     def get_channels_for_request(self, request: Any, view_kwargs: dict) -> set[str]:
         return set(view_kwargs.get("channels", ()))
 
     def can_read_channel(self, user: Any, channel: str) -> bool:
+        if user is None:
+            return False
+        # The user object lives as long as its request (= the stream): cache on it.
+        decided = user.__dict__.setdefault("_stream_access", {})
+        ok, until = decided.get(channel, (False, 0.0))
+        if time.monotonic() < until:
+            return ok
         try:
-            return may_read(user, channel)
+            ok = may_read(user, channel)
         finally:
             release_db_connections()
+        decided[channel] = (ok, time.monotonic() + self.RECHECK_AFTER)
+        return ok
 
     def is_channel_reliable(self, channel: str) -> bool:
         # Every channel is stored (RedisStorage), so Last-Event-ID can catch up on any.

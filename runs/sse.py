@@ -35,7 +35,13 @@ from django.conf import settings
 from django.http import StreamingHttpResponse
 from django_eventstream.event import Event
 from django_eventstream.eventrequest import EventRequest
-from django_eventstream.utils import add_default_headers, get_storage, make_id, sse_encode_event
+from django_eventstream.utils import (
+    add_default_headers,
+    get_channelmanager,
+    get_storage,
+    make_id,
+    sse_encode_event,
+)
 from django_eventstream.views import Listener, ListenerManager, get_listener_manager, stream
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -46,7 +52,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
-from runs.event_channels import may_read, release_db_connections, user_stream_channel
+from runs.event_channels import release_db_connections, user_stream_channel
 from runs.publish import run_channel
 
 logger = logging.getLogger(__name__)
@@ -220,7 +226,9 @@ class RunEventsView(EventStreamView):
     def get(self, request: Request, run_id: str) -> Any:
         """The run's AG-UI events: all stored ones (or those after Last-Event-ID), then live."""
         channel = run_channel(run_id)
-        if not may_read(request.user, channel):
+        # The channel manager's check (cached for the stream's own first read).
+        allowed = get_channelmanager().can_read_channel(request.user, channel)
+        if not allowed:
             raise NotFound("run not found")
         return self.open_stream(request, channel, from_start=True)
 

@@ -163,7 +163,8 @@ CELERY_TASK_ALWAYS_EAGER = False
 
 # --- Events (django-eventstream over Redis) -----------------------------------
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
-EVENTSTREAM_STORAGE_CLASS = "django_eventstream.storage.RedisStorage"
+# django-eventstream's RedisStorage, reading stored events with one MGET per batch.
+EVENTSTREAM_STORAGE_CLASS = "runs.event_storage.BatchedRedisStorage"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
 EVENTSTREAM_CHANNELMANAGER_CLASS = "runs.event_channels.ChannelManager"

@@ -11,15 +11,16 @@ events.js does). Authentication (token or session) and access are checked before
 response starts: anonymous → 401, someone else's run → 404, never a 200 that then fails.
 
 django-eventstream does the storage reads, the catch-up after Last-Event-ID and the
-event formatting (its ``stream()``). Two things are ours, and why:
+event formatting (its ``stream()``). Three things are ours, and why:
 - the view: the library's ``events`` view checks access only inside the stream (a 200
   with a ``stream-error`` event) and keeps the request's database connection for the
   life of the stream; ours answers 401/404 first and gives the connection back;
 - the Redis pub/sub reader: the library's subscribes without waiting for the
   confirmation (the first stream of a process can miss what is published meanwhile)
   and stops for good when the Redis connection drops. Ours reconnects, and after every
-  (re)subscription makes each open stream re-read the store from its last id, so a
-  stream never skips an event.
+  (re)subscription makes each open stream re-read the store from its last id;
+- ``InOrder``, a filter on what the library's stream writes: it can repeat an event
+  or pass pub/sub's order through; ours drops repeats and fills gaps from the store.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
+from django.views.defaults import server_error as default_server_error
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -47,3 +49,16 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
                 "detail": str(getattr(exc, "detail", exc))}
     response.data = body
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """URL-level 404: JSON in the API's error shape under /api/, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"code": "server_error", "detail": "Server error."}, status=500)
+    return default_server_error(request)

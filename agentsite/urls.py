@@ -31,3 +31,6 @@ urlpatterns = [
     path("agui/<str:agent>/", agui_run, name="agui-run"),
     path("agui/<str:agent>/connect/", agui_connect, name="agui-connect"),
 ]
+
+handler404 = "agentsite.api_errors.not_found"
+handler500 = "agentsite.api_errors.server_error"

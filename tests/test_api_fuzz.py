@@ -31,24 +31,24 @@ def test_api_fuzz(live, users, capsys):
     headers = {"Authorization": f"Token {users['owner_token']}"}
     counts: dict[str, int] = {}
 
+    def fuzz(operation, mode) -> None:
+        @given(case=operation.as_strategy(generation_mode=mode))
+        @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, derandomize=True,
+                  suppress_health_check=list(HealthCheck), database=None)
+        def run(case):
+            counts[operation.label] = counts.get(operation.label, 0) + 1
+            case.call_and_validate(base_url=live["base_url"], headers=headers, checks=CHECKS)
+
+        try:
+            run()
+        except Unsatisfiable:
+            # Nothing in this operation can be made invalid (e.g. no parameters).
+            if mode is GenerationMode.POSITIVE:
+                raise
+
     for result in schema.get_all_operations():
-        operation = result.ok()
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, derandomize=True,
-                      suppress_health_check=list(HealthCheck), database=None)
-            def run(case):
-                counts[operation.label] = counts.get(operation.label, 0) + 1
-                case.call_and_validate(base_url=live["base_url"], headers=headers,
-                                       checks=CHECKS)
-
-            try:
-                run()
-            except Unsatisfiable:
-                # Nothing in this operation can be made invalid (e.g. no parameters).
-                if mode is GenerationMode.POSITIVE:
-                    raise
+            fuzz(result.ok(), mode)
 
     total = sum(counts.values())
     with capsys.disabled():

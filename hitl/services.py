@@ -68,8 +68,10 @@ def decisions_submit(*, actor: Any, run_id: Any, entries: list[ResumeEntry]) -> 
 
     expired: list[str] = []
     with transaction.atomic():
-        run = decidable_runs(actor).select_for_update().filter(pk=run_uuid).first()
-        if run is None:
+        run = AgentRun.objects.select_for_update().filter(pk=run_uuid).first()
+        # Same rule as decidable_runs(); the owner is checked first because the permission
+        # lookup costs two queries and most answers come from the run's owner.
+        if run is None or (run.owner_id != actor.pk and not actor.has_perm(DECIDE_PERMISSION)):
             raise NotFound("run not found")
         rows = {row.interrupt_id: row for row in
                 AgentInterrupt.objects.select_for_update().filter(run=run).order_by("id")}

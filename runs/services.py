@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -222,10 +224,11 @@ def run_claim(*, run_id: str, redelivered: bool = False) -> Segment | None:
             user_message = run.messages.filter(role=Message.Role.USER).first()
             initial = spec.initial_state(spec.input_model.model_validate(run.input),
                                          user_message.content if user_message else "")
-        if run.status != Status.RUNNING:
-            run_transition(run=run, to=Status.RUNNING)
         run.segments += 1
-        run.save(update_fields=["segments"])
+        if run.status != Status.RUNNING:
+            run_transition(run=run, to=Status.RUNNING, fields=("segments",))
+        else:
+            run.save(update_fields=["segments"])
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered))
@@ -252,10 +255,10 @@ def _close_segment(run: AgentRun, segment: Segment, text: str) -> None:
                   interrupt_ref=item.interrupt_id, from_status="decided", to_status="applied")
         item.save(update_fields=fields)
     if text and run.assistant_message_id:
-        # Output after a resume continues the run's original assistant message.
-        msg = Message.objects.select_for_update().get(pk=run.assistant_message_id)
-        msg.content += text
-        msg.save(update_fields=["content", "updated_at"])
+        # Output after a resume continues the run's original assistant message
+        # (one UPDATE appending in the database: no read-modify-write to race).
+        Message.objects.filter(pk=run.assistant_message_id).update(
+            content=Concat(F("content"), Value(text)), updated_at=now)
 
 
 def _lock_running(run_id: str) -> AgentRun | None:
@@ -275,23 +278,23 @@ def run_pause(*, segment: Segment, interrupts: list[PendingInterrupt], text: str
             return None
         _close_segment(run, segment, text)
         rows = []
+        known = dict(AgentInterrupt.objects.filter(
+            run=run, interrupt_id__in=[i.interrupt_id for i in interrupts])
+            .values_list("interrupt_id", "status"))
         for item in interrupts:
-            expires = item.request.get("expiresAt")
-            row, created = AgentInterrupt.objects.get_or_create(
-                run=run, interrupt_id=item.interrupt_id,
-                defaults={"kind": item.request.get("type", "unknown"), "request": item.request,
-                          "expires_at": expires},
-            )
-            if not created:
+            if item.interrupt_id in known:
                 # An answered interrupt raised again means its answer never reached the graph.
                 raise RuntimeError(f"interrupt {item.interrupt_id} was raised again after "
-                                   f"it was {row.status}")
-            rows.append(row)
+                                   f"it was {known[item.interrupt_id]}")
+            rows.append(AgentInterrupt.objects.create(
+                run=run, interrupt_id=item.interrupt_id, kind=item.request.get("type", "unknown"),
+                request=item.request, expires_at=item.request.get("expiresAt")))
+        for row in rows:
             audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
-                  interrupt_ref=item.interrupt_id, to_status=row.status,
-                  payload=item.request)
+                  interrupt_ref=row.interrupt_id, to_status=row.status,
+                  payload=row.request)
         run_transition(run=run, to=Status.PAUSED)
-        messages = list(run.conversation.messages.all())
+        messages = list(Message.objects.filter(conversation_id=run.conversation_id))
         publish_on_commit(run.id, [
             agui.state_snapshot(state),
             agui.messages_snapshot(messages),
@@ -317,7 +320,7 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error"))
-        messages = list(run.conversation.messages.all())
+        messages = list(Message.objects.filter(conversation_id=run.conversation_id))
         finished = (agui.run_finished_cancelled(thread_id=run.thread_id, run_id=str(run.id))
                     if status == Status.CANCELLED else
                     agui.run_finished_success(thread_id=run.thread_id, run_id=str(run.id),

@@ -205,12 +205,15 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
         assert all(not s.task.done() for s in streams), "a stream ended early"
         for s in streams:
             await s.close()
+        await asyncio.sleep(2)
+        rss3, threads3, pg3 = await sync_to_async(web_numbers)(sse_pid)
         print(f"{args.streams} streams opened in {opened:.1f} s, {args.wave} at a time "
               f"(DB_POOL_MAX={os.environ.get('DB_POOL_MAX', '8')})")
         print(f"{'stream web process':<24}{'RSS MiB':>10}{'threads':>10}{'PG conns':>10}")
         for label, rss, threads, pg in (("before", rss0, threads0, pg0),
                                         (f"{args.streams} open", rss1, threads1, pg1),
-                                        ("+ publish load", rss2, threads2, pg2)):
+                                        ("+ publish load", rss2, threads2, pg2),
+                                        ("all closed", rss3, threads3, pg3)):
             print(f"{label:<24}{rss:>10.1f}{threads:>10}{pg:>10}")
         print(f"RSS per open stream: {(rss1 - rss0) * 1024 / args.streams:.1f} KiB")
 

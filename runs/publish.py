@@ -13,9 +13,10 @@ from collections.abc import Iterable
 import redis
 from ag_ui.core import BaseEvent
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django_eventstream import send_event
 from django_eventstream.storage import EVENT_TIMEOUT
+from redis.exceptions import NoScriptError
 
 from runs.agui import to_wire
 
@@ -46,23 +47,54 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
     """Publish now. Only for events that follow no uncommitted write.
 
     Same keys and messages as django-eventstream's ``send_event`` with RedisStorage
-    (its SSE views read them unchanged), but one connection per thread and two
-    round trips per batch instead of a new connection and three per event.
+    (its SSE views read them unchanged), but one connection per thread and one
+    round trip per batch instead of a new connection and three per event.
     """
     payloads = [json.dumps(to_wire(event)) for event in events]
-    if not payloads:
-        return
-    channel = run_channel(run_id)
+    if payloads:
+        _send({run_channel(run_id): payloads})
+
+
+# Numbers the batch, stores each event and fans it out, in one round trip (atomic, so
+# ids and publish order agree). Same keys and JSON shapes as django-eventstream.
+_SEND_LUA = """
+local channel, ttl, n = ARGV[1], tonumber(ARGV[2]), #ARGV - 2
+local last = redis.call('INCRBY', KEYS[1], n)
+for i = 1, n do
+  local id = last - n + i
+  local data = ARGV[i + 2]
+  redis.call('SETEX', 'event:' .. channel .. ':' .. id, ttl,
+             cjson.encode({type = 'message', data = data}))
+  redis.call('PUBLISH', 'events_channel', cjson.encode(
+             {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
+end
+return last
+"""
+
+
+def _send(batches: dict[str, list[str]]) -> None:
+    """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
+    ``send_event`` does, in one round trip for all of them."""
     client = _redis()
-    last = client.incrby(f"event_counter:{channel}", len(payloads))
+    sha = getattr(_local, "send_sha", None) or _load_send_script(client)
+    try:
+        _evalsha_all(client, sha, batches)
+    except NoScriptError:  # Redis restarted and lost its script cache: load again, once
+        _evalsha_all(client, _load_send_script(client), batches)
+
+
+def _load_send_script(client: redis.Redis) -> str:
+    _local.send_sha = client.script_load(_SEND_LUA)
+    return _local.send_sha
+
+
+def _evalsha_all(client: redis.Redis, sha: str, batches: dict[str, list[str]]) -> None:
+    # A plain pipeline of EVALSHA (redis-py's Script objects in a pipeline would add a
+    # SCRIPT EXISTS round trip on every execute).
     with client.pipeline(transaction=False) as pipe:
-        for offset, data in enumerate(payloads):
-            event_id = last - len(payloads) + 1 + offset
-            pipe.setex(f"event:{channel}:{event_id}", EVENT_TIMEOUT * 60,
-                       json.dumps({"type": "message", "data": data}))
-            pipe.publish("events_channel", json.dumps(
-                {"channel": channel, "event_type": "message", "data": data,
-                 "pub_id": str(event_id)}))
+        for channel, payloads in batches.items():
+            pipe.evalsha(sha, 1, f"event_counter:{channel}", channel, EVENT_TIMEOUT * 60,
+                         *payloads)
         pipe.execute()
 
 
@@ -75,7 +107,9 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent]) -> None:
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
     """Tell a user's pages and queue views, and the reviewers, that their queue changed."""
     def send() -> None:
-        send_event(user_channel(user_id), "message", payload)
-        send_event(REVIEWERS_CHANNEL, "message", {**payload, "owner_id": user_id})
+        # What send_event() would store and publish, for both channels in one round trip.
+        _send({user_channel(user_id): [json.dumps(payload, cls=DjangoJSONEncoder)],
+               REVIEWERS_CHANNEL: [json.dumps({**payload, "owner_id": user_id},
+                                              cls=DjangoJSONEncoder)]})
 
     transaction.on_commit(send)

@@ -172,3 +172,37 @@ def test_open_streams_hold_no_database_connection(api, live):
                       if line.startswith("data: ")]
             (run,) = validate_events(events)
             assert interrupts(run)[0]["metadata"]["type"] == "select"
+
+
+def test_connect_mid_segment_replays_from_its_start(api):
+    """A segment already under way: connect replays it from its RUN_STARTED, then follows."""
+    from runs import agui
+    from runs.publish import publish
+
+    client = api("owner")
+    body = run_input()
+    thread = body["threadId"]
+    interrupts(run_segment(client, "dev", body))
+    db_run = AgentRun.objects.get(thread_id=thread)
+    ids = {"thread_id": thread, "run_id": str(db_run.id)}
+    # Stand in for a worker in the middle of a segment (the run is "running").
+    AgentRun.objects.filter(pk=db_run.pk).update(status="running")
+    try:
+        from ag_ui.core import StepFinishedEvent, StepStartedEvent
+
+        publish(db_run.id, [agui.run_started(**ids), StepStartedEvent(step_name="ask_color")])
+        got: dict = {}
+        reader = threading.Thread(target=lambda: got.setdefault("events", post_events(
+            api("owner"), "/agui/dev/connect/", {"threadId": thread, "runId": "mid"})))
+        reader.start()
+        time.sleep(0.5)
+        publish(db_run.id, [StepFinishedEvent(step_name="ask_color"),
+                            agui.run_finished_success(**ids, result={"status": "x"})])
+        reader.join(10)
+        assert not reader.is_alive()
+    finally:
+        AgentRun.objects.filter(pk=db_run.pk).update(status="paused")
+    (joined,) = validate_events(got["events"])
+    assert [e["type"] for e in joined] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED",
+                                           "RUN_FINISHED"]
+    assert joined[0]["runId"] == "mid" and joined[-1]["runId"] == "mid"

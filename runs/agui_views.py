@@ -7,10 +7,16 @@ ag-ui-protocol's ``EventEncoder``, and ends after its RUN_FINISHED / RUN_ERROR.
 The worker never depends on this connection: a slow or vanished client only
 loses its own stream.
 
-Why not ag-ui-langgraph's endpoint: it executes the graph inside the request and
-maps LangGraph's stream in memory; our runs live in a Celery worker, resume
-through the locked decision service, and end segments from business rows (see
-``runs/agui.py``). What we reuse is ag-ui-protocol's classes and encoder.
+Why not ag-ui-langgraph's endpoint or its mapping (ag-ui-langgraph 0.0.47, checked):
+``LangGraphAgent.run`` executes the graph inside the request (``astream_events``) and
+resumes by writing ``Command(resume=...)`` itself, so it would bypass the worker and
+the locked decision service; its interrupt mapping (``lg_interrupt_to_agui``) puts
+the payload under ``metadata.langgraph.raw``, defaults ``reason`` to
+``langgraph:interrupt`` and has no response schema unless the payload carries one,
+where our contract is ``metadata`` = the request, ``reason`` confirmation /
+input_required and a schema from ``hitl.kinds`` (see ``runs/agui.py``). What we
+reuse is ag-ui-protocol's classes and encoder; ``bench/agui_peer.py`` runs that
+package's endpoint as the yardstick.
 
 Postgres: every DB step is one short ``sync_to_async`` call that closes its
 connection (returning it to Django's pool) before the stream starts, so an open

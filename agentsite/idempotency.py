@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from django.db import connection
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -56,7 +57,9 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             return view(self, request, *args, **kwargs)
         _check_key(key)
         fingerprint = _fingerprint(request)  # parses the body: bad JSON is a 400 here
-        slot = f"idempotency:{request.user.pk}:{hashlib.sha256(key.encode()).hexdigest()}"
+        # The database name keeps apart deployments (and test databases) sharing one Redis.
+        slot = (f"idempotency:{connection.settings_dict['NAME']}:{request.user.pk}:"
+                f"{hashlib.sha256(key.encode()).hexdigest()}")
         client = _redis()
         claimed = client.set(slot, json.dumps({"fingerprint": fingerprint}), nx=True,
                              ex=IN_PROGRESS_SECONDS)

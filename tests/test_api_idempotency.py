@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from runs.models import AgentRun, AuditLog
@@ -10,18 +12,26 @@ from tests.helpers import pending, start_run, wait_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def key(name: str) -> dict[str, str]:
+    # Unique per test run: a reused database name and user id must not meet an old key.
+    return {"Idempotency-Key": f"{name}-{RUN}"}
+
+
+RUN = uuid.uuid4().hex
+
+
 def test_start_replays_first_response(api):
     client = api("owner")
     body = {"agent": "dev", "input": {"topic": "idem"}}
-    first = client.post("/api/runs/", json=body, headers={"Idempotency-Key": "k-1"})
-    again = client.post("/api/runs/", json=body, headers={"Idempotency-Key": "k-1"})
+    first = client.post("/api/runs/", json=body, headers=key("k-1"))
+    again = client.post("/api/runs/", json=body, headers=key("k-1"))
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json()
     assert again.headers["Idempotent-Replayed"] == "true"
     assert AgentRun.objects.count() == 1
 
     other = client.post("/api/runs/", json={**body, "input": {"topic": "other"}},
-                        headers={"Idempotency-Key": "k-1"})
+                        headers=key("k-1"))
     assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
     assert AgentRun.objects.count() == 1
     wait_run(client, first.json()["id"], "paused")
@@ -29,8 +39,8 @@ def test_start_replays_first_response(api):
 
 def test_keys_are_per_user(api):
     body = {"agent": "dev"}
-    mine = api("owner").post("/api/runs/", json=body, headers={"Idempotency-Key": "shared"})
-    theirs = api("outsider").post("/api/runs/", json=body, headers={"Idempotency-Key": "shared"})
+    mine = api("owner").post("/api/runs/", json=body, headers=key("shared"))
+    theirs = api("outsider").post("/api/runs/", json=body, headers=key("shared"))
     assert mine.status_code == theirs.status_code == 201
     assert mine.json()["id"] != theirs.json()["id"]
     assert theirs.json()["owner"] == "outsider"
@@ -43,8 +53,8 @@ def test_resume_and_decision_replay(api):
     run = wait_run(client, start_run(client)["id"], "paused")
     body = {"interrupt_id": pending(run)["interrupt_id"], "payload": {"value": "Idem"}}
     url = f"/api/runs/{run['id']}/resume/"
-    first = client.post(url, json=body, headers={"Idempotency-Key": "r-1"})
-    again = client.post(url, json=body, headers={"Idempotency-Key": "r-1"})
+    first = client.post(url, json=body, headers=key("r-1"))
+    again = client.post(url, json=body, headers=key("r-1"))
     assert first.status_code == again.status_code == 202
     assert again.json() == first.json()
     # Without the key the same answer is a plain second submission: refused.
@@ -55,11 +65,11 @@ def test_resume_and_decision_replay(api):
     run = wait_run(client, run["id"], "paused")
     item = pending(run)
     url = f"/api/interrupts/{item['id']}/decision/"
-    first = client.post(url, json={"payload": {"value": "red"}}, headers={"Idempotency-Key": "d"})
-    again = client.post(url, json={"payload": {"value": "red"}}, headers={"Idempotency-Key": "d"})
+    first = client.post(url, json={"payload": {"value": "red"}}, headers=key("d"))
+    again = client.post(url, json={"payload": {"value": "red"}}, headers=key("d"))
     assert first.status_code == again.status_code == 202 and first.json() == again.json()
     changed = client.post(url, json={"payload": {"value": "blue"}},
-                          headers={"Idempotency-Key": "d"})
+                          headers=key("d"))
     assert changed.status_code == 422
     assert AuditLog.objects.filter(run_id=run["id"], action="decision").count() == 2
     wait_run(client, run["id"], "paused")
@@ -68,8 +78,8 @@ def test_resume_and_decision_replay(api):
 def test_errors_are_replayed_and_bad_keys_refused(api):
     client = api("owner")
     bad = {"agent": "dev", "input": {"topic": ""}}
-    first = client.post("/api/runs/", json=bad, headers={"Idempotency-Key": "e-1"})
-    again = client.post("/api/runs/", json=bad, headers={"Idempotency-Key": "e-1"})
+    first = client.post("/api/runs/", json=bad, headers=key("e-1"))
+    again = client.post("/api/runs/", json=bad, headers=key("e-1"))
     assert first.status_code == again.status_code == 400
     assert first.json() == again.json()
     r = client.post("/api/runs/", json={"agent": "dev"}, headers={"Idempotency-Key": "x" * 256})

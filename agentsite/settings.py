@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from agentsite.env import (
     check_redis_url,
     env_bool,
@@ -181,3 +183,11 @@ AGENTSITE_AGENT_MODULES = env_list(
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)
+# When the worker writes checkpoints within a segment (LangGraph `durability`): "exit"
+# writes once when the graph pauses or ends — the only points a resume starts from —
+# instead of after every step ("async"/"sync"). A worker lost mid-segment re-runs the
+# segment from its start (nodes are side-effect free before their interrupt).
+AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "exit")
+if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
+    raise ImproperlyConfigured(
+        f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")

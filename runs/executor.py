@@ -22,6 +22,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from django.conf import settings
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
 from langgraph.types import Command
 
@@ -146,7 +147,8 @@ def execute(segment: services.Segment) -> None:
                                               run_id=segment.run_id)])
     cancelled: HitlCancelled | None = None
     try:
-        for mode, part in graph.stream(graph_input, config, stream_mode=["tasks", "messages"]):
+        for mode, part in graph.stream(graph_input, config, stream_mode=["tasks", "messages"],
+                                       durability=settings.AGENTSITE_GRAPH_DURABILITY):
             if mode == "tasks":
                 events = mapper.on_task(part)
             else:

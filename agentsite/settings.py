@@ -183,11 +183,11 @@ AGENTSITE_AGENT_MODULES = env_list(
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)
-# When the worker writes checkpoints within a segment (LangGraph `durability`): "exit"
-# writes once when the graph pauses or ends — the only points a resume starts from —
-# instead of after every step ("async"/"sync"). A worker lost mid-segment re-runs the
-# segment from its start (nodes are side-effect free before their interrupt).
-AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "exit")
+# When the worker writes checkpoints within a segment (LangGraph `durability`). After
+# every step by default (LangGraph's own default): a worker lost mid-segment repeats only
+# the step it was in, never model or tool calls of finished steps. "exit" writes only at
+# pause / end: faster, but a lost worker repeats the whole segment.
+AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "async")
 if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
     raise ImproperlyConfigured(
         f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")

@@ -143,7 +143,7 @@ def decisions_submit(*, actor: Any, run_id: Any, entries: list[ResumeEntry]) -> 
             still_pending = any(r.status == AgentInterrupt.Status.PENDING for r in rows.values())
             if not still_pending:
                 run_transition(run=run, to=AgentRun.Status.RESUMING, actor=actor)
-                _enqueue_on_commit(run.id)
+                _enqueue_on_commit(run)
         notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     if expired:
         raise Gone(f"interrupt {expired[0]} has expired", extra={"interrupt_ids": expired})

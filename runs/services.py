@@ -53,10 +53,16 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
           to_status=to, payload=payload)
 
 
-def _enqueue_on_commit(run_id: uuid.UUID) -> None:
+def _enqueue_on_commit(run: AgentRun) -> None:
+    """Enqueue the run's next segment after commit. Caller holds the run's row lock.
+
+    The task carries the number of segments run so far, so a stale or duplicate
+    delivery can tell that its segment was already taken (see run_claim).
+    """
     from runs.tasks import run_execute
 
-    transaction.on_commit(lambda: run_execute.delay(str(run_id)))
+    run_id, done = str(run.id), run.segments
+    transaction.on_commit(lambda: run_execute.delay(run_id, done))
 
 
 def _pending_ids(run: AgentRun) -> list[str]:
@@ -132,7 +138,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
         run.save(update_fields=["assistant_message"])
         audit(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner, to_status=Status.QUEUED,
               payload={"input": run.input, "message": message})
-        _enqueue_on_commit(run.id)
+        _enqueue_on_commit(run)
     return run
 
 
@@ -189,11 +195,14 @@ class Segment:
 
 
 
-def run_claim(*, run_id: str, redelivered: bool = False) -> Segment | None:
+def run_claim(*, run_id: str, segments_done: int | None = None,
+              redelivered: bool = False) -> Segment | None:
     """Mark a queued / resuming run running and return what to execute, or None.
 
-    A task redelivered after a worker died may find the run still ``running``: it
-    takes over (the graph continues from its last checkpoint).
+    ``segments_done`` is what the run had when this task was enqueued: a task whose
+    segment was already claimed (a duplicate, or a stale redelivery) finds another
+    count and does nothing. A task redelivered after its worker died finds the run
+    still ``running`` on its own segment and takes over from the last checkpoint.
     """
     from hitl.models import AgentInterrupt
 
@@ -201,9 +210,12 @@ def run_claim(*, run_id: str, redelivered: bool = False) -> Segment | None:
         run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None:
             return None
-        claimable = {Status.QUEUED, Status.RESUMING} | ({Status.RUNNING} if redelivered else set())
-        # Locked: two deliveries of one task cannot both claim; the loser sees `running`.
-        if run.status not in claimable:
+        # Locked: of two deliveries of one task only the first sees its segment unclaimed.
+        expected = run.segments if segments_done is None else segments_done
+        fresh = run.status in (Status.QUEUED, Status.RESUMING) and run.segments == expected
+        takeover = (redelivered and run.status == Status.RUNNING
+                    and run.segments == expected + 1)
+        if not (fresh or takeover):
             return None
         answered = list(
             AgentInterrupt.objects.select_for_update()

@@ -27,12 +27,13 @@ def _fresh_process(**_: object) -> None:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=3, default_retry_delay=2)
-def run_execute(self, run_id: str) -> None:
+def run_execute(self, run_id: str, segments_done: int | None = None) -> None:
     close_old_connections()
     delivery = self.request.delivery_info or {}
     redelivered = bool(delivery.get("redelivered")) or self.request.retries > 0
     try:
-        segment = services.run_claim(run_id=run_id, redelivered=redelivered)
+        segment = services.run_claim(run_id=run_id, segments_done=segments_done,
+                                     redelivered=redelivered)
         if segment is None:
             return
         executor.execute(segment)

@@ -50,16 +50,7 @@ class Stack:
         self._spawn("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
                             "127.0.0.1", "--port", str(self.port), "--no-access-log",
                             "--log-level", "warning"])
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"web server did not start; logs in {self.logs}")
-            time.sleep(0.1)
+        wait_healthy(self.base_url, self.logs)
         time.sleep(2)  # let the worker connect to the broker
         return self
 
@@ -72,6 +63,27 @@ class Stack:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def wait_healthy(base_url: str, logs: Path, timeout: float = 60) -> None:
+    """Wait until a web server we started answers /healthz."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"web server at {base_url} did not start; logs in {logs}")
+        time.sleep(0.1)
+
+
+def report(name: str, samples: list[float], width: int = 28) -> tuple[float, float]:
+    """Print and return p50 / p99 in milliseconds of samples in seconds."""
+    p50, p99 = percentile(samples, 50) * 1000, percentile(samples, 99) * 1000
+    print(f"{name:<{width}} n={len(samples):<4} p50={p50:8.1f} ms   p99={p99:8.1f} ms")
+    return p50, p99
 
 
 def percentile(values: list[float], p: float) -> float:

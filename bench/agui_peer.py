@@ -38,7 +38,7 @@ django.setup()
 
 import httpx  # noqa: E402
 
-from bench._services import ROOT, Stack, free_port, percentile  # noqa: E402
+from bench._services import ROOT, Stack, free_port, report, wait_healthy  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
@@ -125,16 +125,8 @@ def start_peer(*, cache_schema: bool) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, __file__, "--serve-peer", str(port)], cwd=ROOT,
                             env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("peer server did not start")
-        time.sleep(0.1)
+    wait_healthy(url, ROOT)
+    return proc, url
 
 
 def read_segment(client: httpx.Client, url: str, body: dict) -> dict:
@@ -172,12 +164,6 @@ def full_run(client: httpx.Client, url: str, first: dict) -> float:
     outcome = finished.get("outcome")
     assert outcome is None or outcome.get("type") == "success", finished
     return elapsed
-
-
-def report(name: str, samples: list[float]) -> tuple[float, float]:
-    p50, p99 = percentile(samples, 50) * 1000, percentile(samples, 99) * 1000
-    print(f"{name:<34} n={len(samples):<4} p50={p50:8.1f} ms   p99={p99:8.1f} ms")
-    return p50, p99
 
 
 def main() -> None:
@@ -231,7 +217,7 @@ def main() -> None:
     print(f"dev agent over AG-UI: start + 4 resumes to RUN_FINISHED(success); database "
           f"{settings.DATABASES['default']['NAME']} on {settings.DATABASES['default']['HOST']}; "
           f"load average {os.getloadavg()[0]:.2f}")
-    results = {name: report(name, values) for name, values in samples.items()}
+    results = {name: report(name, values, width=34) for name, values in samples.items()}
     o50, o99 = results[OURS]
     for name in peers:
         e50, e99 = results[name]

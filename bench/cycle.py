@@ -34,7 +34,7 @@ from django.core.management import call_command  # noqa: E402
 from langgraph.types import Command  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
-from bench._services import Stack, percentile  # noqa: E402
+from bench._services import Stack, report  # noqa: E402
 from runs.agents import dev  # noqa: E402
 from runs.checkpointer import get_checkpointer  # noqa: E402
 
@@ -90,12 +90,6 @@ def direct_cycle(graph) -> float:
     elapsed = time.perf_counter() - t0
     assert graph.get_state(config).values["outcome"] == "completed"
     return elapsed
-
-
-def report(name: str, samples: list[float]) -> tuple[float, float]:
-    p50, p99 = percentile(samples, 50) * 1000, percentile(samples, 99) * 1000
-    print(f"{name:<28} n={len(samples):<4} p50={p50:8.1f} ms   p99={p99:8.1f} ms")
-    return p50, p99
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
-from bench._services import Stack, free_port, percentile  # noqa: E402
+from bench._services import Stack, free_port, percentile, wait_healthy  # noqa: E402
 from runs.publish import publish  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
@@ -241,16 +241,7 @@ def main() -> None:
                                        "--log-level", "warning"])
         stack.env = env
         sse_url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{sse_url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"stream web server did not start; logs in {stack.logs}")
-            time.sleep(0.1)
+        wait_healthy(sse_url, stack.logs)
         print(f"loopback; Redis {settings.REDIS_URL.split('@')[-1]}; "
               f"database {settings.DATABASES['default']['NAME']}")
         asyncio.run(bench(stack, sse_url, web.pid, token.key, args))

@@ -107,7 +107,8 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
            # Test-only agents with a call log (tests/counting_agents.py), on the offline model.
            "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
-                                                "tests.counting_agents"]),
+                                                "tests.counting_agents",
+                                                "tests.faulty_agents"]),
            "AGENT_MODEL": ""}
     worker = Process(
         "worker",

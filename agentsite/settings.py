@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from agentsite import embedded
 from agentsite.env import (
     check_redis_url,
     env_bool,
@@ -20,29 +21,31 @@ from agentsite.env import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
-# No DATABASE_URL → the embedded local default (children of `make run` inherit the flag).
-_embedded = not os.environ.get("DATABASE_URL") or env_bool("AGENTSITE_EMBEDDED", False)
-# An explicit key is required unless running locally in DEBUG or on the embedded default.
-SECRET_KEY = env_str(
-    "SECRET_KEY",
-    "agentsite-insecure-local-key" if (DEBUG or _embedded) else None,
-)
+_given_db, _given_redis = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
+# The all-embedded local default: neither URL given. Children of such a process (`make run`,
+# the tests) inherit the flag with URLs that must still point at this data dir's servers.
+_local_default = (not _given_db and not _given_redis) or (
+    env_bool("AGENTSITE_EMBEDDED", False) and embedded.serves(_given_db, _given_redis))
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # With no DATABASE_URL / REDIS_URL, start (or reuse) the embedded servers.
-if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
-    from agentsite import embedded
-if not os.environ.get("DATABASE_URL"):
+if not _given_db:
     os.environ["DATABASE_URL"] = embedded.ensure_postgres()
-    os.environ["AGENTSITE_EMBEDDED"] = "1"
-if not os.environ.get("REDIS_URL"):
+if not _given_redis:
     os.environ["REDIS_URL"] = embedded.ensure_redis()
+if _local_default:
+    os.environ["AGENTSITE_EMBEDDED"] = "1"
 
 DATABASE_URL = env_str("DATABASE_URL")
 REDIS_URL = check_redis_url(env_str("REDIS_URL"))
 
 DATABASES = {"default": parse_database_url(DATABASE_URL)}
+# An explicit key is required unless running locally in DEBUG or on the local default.
+SECRET_KEY = env_str(
+    "SECRET_KEY",
+    "agentsite-insecure-local-key" if (DEBUG or _local_default) else None,
+)
 # psycopg 3's pool via Django: a request or task borrows a connection and gives it
 # back at its end, so no process holds more than DB_POOL_MAX however busy it is.
 DATABASES["default"]["OPTIONS"]["pool"] = {

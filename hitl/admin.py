@@ -1,12 +1,430 @@
-from django.contrib import admin
+"""The approval queue: the AgentInterrupt changelist and its decide pages.
 
+Every write goes through ``hitl.services.interrupt_decide(..., surface="admin")``, which
+locks, checks permission and status, validates and audits; this module only turns
+forms into calls and errors into messages. Who sees what comes from ``hitl.selectors``:
+a reviewer (``hitl.decide_interrupt``) sees every run's interrupts, other staff their own.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import unquote
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
+
+from agentsite.admin_base import ReadOnlyAdmin
+from agentsite.errors import Conflict, Gone, InvalidInput, NotFound, ServiceError
+from hitl.cards import CardFormError, answer_from_post, card_context
+from hitl.kinds import KINDS
 from hitl.models import AgentInterrupt
-from runs.admin import ReadOnlyAdmin
+from hitl.selectors import can_decide, decidable_interrupts
+from hitl.services import interrupt_decide
+from runs import registry
+from runs.models import Message
 
+PENDING = AgentInterrupt.Status.PENDING
+SURFACE = "admin"
+# Query parameter on a decide page: where to go after deciding ("next" or "queue").
+AFTER = "_after"
+
+
+# --- filters --------------------------------------------------------------------
+
+class StatusFilter(admin.SimpleListFilter):
+    """Status, defaulting to pending: the queue opens on what waits for an answer."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*[(s.value, s.label) for s in AgentInterrupt.Status], ("all", "All")]
+
+    def value(self) -> str:
+        return super().value() or PENDING
+
+    def choices(self, changelist: Any):
+        # No "All" entry of Django's own: its link would drop the parameter, i.e. pending.
+        for value, label in self.lookup_choices:
+            yield {"selected": self.value() == value, "display": label,
+                   "query_string": changelist.get_query_string({self.parameter_name: value})}
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset if value == "all" else queryset.filter(status=value)
+
+
+class KindFilter(admin.SimpleListFilter):
+    # The kinds are fixed: listing them needs no SELECT DISTINCT over the whole table.
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(k, k) for k in KINDS]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
+class AgentFilter(admin.SimpleListFilter):
+    # Choices from the registry, not from a DISTINCT over the runs.
+    title = "agent"
+    parameter_name = "agent"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(a.name, a.name) for a in registry.all_agents()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(run__agent=self.value()) if self.value() else queryset
+
+
+class OverdueFilter(admin.SimpleListFilter):
+    title = "deadline"
+    parameter_name = "overdue"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Overdue"), ("no", "Not overdue")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        overdue = Q(expires_at__lte=timezone.now())
+        if self.value() == "yes":
+            return queryset.filter(overdue)
+        if self.value() == "no":
+            return queryset.exclude(overdue)
+        return queryset
+
+
+# --- bulk answers -----------------------------------------------------------------
+
+def approve_payload(row: AgentInterrupt) -> dict[str, Any] | None:
+    """The "yes" answer of an approval or a review (None: this kind cannot be approved)."""
+    if row.kind == "approval":
+        return {"approved": True}
+    if row.kind == "review" and "approve" in row.request.get("allowed", ["approve"]):
+        return {"decision": "approve"}
+    return None
+
+
+def reject_payload(row: AgentInterrupt, reason: str) -> dict[str, Any] | None:
+    if row.kind == "approval":
+        return {"approved": False, "reason": reason}
+    if row.kind == "review" and "reject" in row.request.get("allowed", ["reject"]):
+        return {"decision": "reject", "reason": reason}
+    return None
+
+
+def skip_reason(err: ServiceError) -> str:
+    """Why the decision service refused one row of a bulk action, in the reviewer's words."""
+    if isinstance(err, NotFound):
+        return "not permitted"
+    if isinstance(err, Gone):
+        return "expired"
+    if isinstance(err, InvalidInput):
+        return "not approvable"
+    if isinstance(err, Conflict) and err.code in ("already_decided", "not_pending"):
+        return "already decided"
+    if isinstance(err, Conflict) and err.code == "run_not_paused":
+        return "run no longer paused"
+    if isinstance(err, Conflict) and err.code == "version_mismatch":
+        return "agent version changed"
+    return err.code
+
+
+def _format(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# --- the admin --------------------------------------------------------------------
 
 @admin.register(AgentInterrupt)
 class AgentInterruptAdmin(ReadOnlyAdmin):
-    list_display = ["interrupt_id", "kind", "status", "run", "decided_by", "decided_at",
-                    "created_at"]
-    list_filter = ["status", "kind"]
-    search_fields = ["interrupt_id", "run__id"]
+    list_display = ["age", "kind", "question", "agent", "requester", "time_left", "status"]
+    list_display_links = ["question"]
+    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter]
+    list_select_related = ["run", "run__owner"]
+    # Django's full count would be a second COUNT over every row the user may see.
+    show_full_result_count = False
+    list_per_page = 50
+    ordering = ["created_at", "id"]
+    # What the search covers; get_search_results() below runs it (a whole UUID is an
+    # indexed lookup, anything else matches question text and requester).
+    search_fields = ["request", "run__id", "run__owner__username"]
+    search_help_text = "Question text, run id (whole) or requester's username."
+    actions = ["approve_selected", "reject_selected"]
+    change_list_template = "admin/hitl/agentinterrupt/change_list.html"
+
+    # Staff see the queue: reviewers everyone's interrupts, other staff their own runs'.
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.is_active and request.user.is_staff
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        # Per-row permission is the decision service's (can_decide); this only shows the actions.
+        return request.user.is_active and request.user.is_staff
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return decidable_interrupts(request.user).select_related("run", "run__owner")
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet,
+                           search_term: str) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            # A whole UUID is a run id (or an interrupt's own id): an index lookup.
+            value = uuid.UUID(term)
+        except ValueError:
+            match = (Q(request__message__icontains=term) | Q(request__title__icontains=term)
+                     | Q(run__owner__username__icontains=term))
+            return queryset.filter(match), False
+        return queryset.filter(Q(run_id=value) | Q(pk=value)), False
+
+    # --- columns ---
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, obj: AgentInterrupt) -> str:
+        text = _duration(timezone.now() - obj.created_at)
+        if obj.status == PENDING and obj.expires_at and obj.expires_at <= timezone.now():
+            return format_html('<span class="queue-overdue" title="past its deadline">{}</span>',
+                               text)
+        return text
+
+    @admin.display(description="question")
+    def question(self, obj: AgentInterrupt) -> str:
+        text = obj.message or f"({obj.kind})"
+        return text if len(text) <= 120 else text[:119] + "…"
+
+    @admin.display(description="agent", ordering="run__agent")
+    def agent(self, obj: AgentInterrupt) -> str:
+        return obj.run.agent
+
+    @admin.display(description="requester", ordering="run__owner__username")
+    def requester(self, obj: AgentInterrupt) -> str:
+        return obj.run.owner.get_username()
+
+    @admin.display(description="time left", ordering="expires_at")
+    def time_left(self, obj: AgentInterrupt) -> str:
+        if obj.expires_at is None or obj.status != PENDING:
+            return "—"
+        left = obj.expires_at - timezone.now()
+        if left <= timedelta(0):
+            return format_html('<span class="queue-overdue">overdue by {}</span>',
+                               _duration(-left))
+        return _duration(left)
+
+    # --- the changelist ---
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        extra = {"queue_events_url": "/api/events/", **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
+    # --- bulk actions ---
+
+    @admin.action(description="Approve selected", permissions=["decide"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._bulk(request, queryset, approve_payload, "approved")
+
+    @admin.action(description="Reject selected…", permissions=["decide"])
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        reason = request.POST.get("reason", "").strip()
+        if request.POST.get("post") == "yes" and reason:
+            self._bulk(request, queryset, lambda row: reject_payload(row, reason), "rejected")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Reject the selected interrupts",
+            "opts": self.opts,
+            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            "select_across": request.POST.get("select_across", "0"),
+            "rows": self._selected_rows(request, queryset)[:200],
+            "reason": reason,
+            "error": "Give a reason." if request.POST.get("post") == "yes" else "",
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/hitl/agentinterrupt/reject_selected.html",
+                                context)
+
+    def _selected_rows(self, request: HttpRequest, queryset: QuerySet) -> list[AgentInterrupt]:
+        # The rows the reviewer ticked, whatever their status now: one decided meanwhile is
+        # reported as such rather than silently left out by the changelist's status filter.
+        if request.POST.get("select_across") == "1":
+            rows = queryset
+        else:
+            ids = request.POST.getlist(ACTION_CHECKBOX_NAME)
+            rows = AgentInterrupt.objects.filter(pk__in=_uuids(ids))
+        return list(rows.select_related("run", "run__owner").order_by("created_at", "id"))
+
+    def _bulk(self, request: HttpRequest, queryset: QuerySet,
+              payload_for: Callable[[AgentInterrupt], dict[str, Any] | None], verb: str) -> None:
+        rows = self._selected_rows(request, queryset)
+        visible = set(decidable_interrupts(request.user).filter(pk__in=[r.pk for r in rows])
+                      .values_list("pk", flat=True))
+        done = 0
+        skipped: Counter[str] = Counter()
+        for row in rows:
+            payload = payload_for(row)
+            if row.pk not in visible:
+                skipped["not permitted"] += 1
+            elif payload is None:
+                skipped["not approvable"] += 1
+            else:
+                try:
+                    # Each row is its own transaction inside the service: one refused row
+                    # leaves the others decided, and none half done.
+                    interrupt_decide(actor=request.user, run_id=row.run_id,
+                                     interrupt_id=row.interrupt_id, payload=payload,
+                                     surface=SURFACE)
+                except ServiceError as err:
+                    skipped[skip_reason(err)] += 1
+                else:
+                    done += 1
+        text = f"{_format(done, 'interrupt')} {verb}"
+        if skipped:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
+            text += f"; {sum(skipped.values())} skipped ({reasons})"
+        level = messages.SUCCESS if done and not skipped else messages.WARNING
+        self.message_user(request, text + ".", level)
+
+    # --- the decide page ---
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict | None = None) -> HttpResponse:
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        errors: dict[str, list[str]] | None = None
+        values: Any = None
+        if request.method == "POST":
+            outcome = self._decide(request, obj)
+            if isinstance(outcome, HttpResponse):
+                return outcome
+            errors, values = outcome
+            obj = self.get_object(request, unquote(object_id)) or obj
+        may = obj.status == PENDING and can_decide(request.user, obj.run)
+        after = request.GET.get(AFTER, "next")
+        card = card_context(obj, action_url=request.get_full_path(), errors=errors,
+                            values=values, can_answer=may)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": obj.message or f"{obj.kind} interrupt",
+            "subtitle": f"{obj.kind} · {obj.run.agent} · asked by {obj.run.owner.get_username()}",
+            "opts": self.opts,
+            "original": obj,
+            "card": card,
+            "can_answer": may,
+            "after": after,
+            "after_next_url": _with_param(request, AFTER, "next"),
+            "after_queue_url": _with_param(request, AFTER, "queue"),
+            "preserved_filters": self.get_preserved_filters(request),
+            "changelist_url": self._changelist_url(request),
+            "run_url": reverse("admin:runs_agentrun_change", args=[obj.run_id]),
+            "chat_url": _chat_url(obj),
+            "conversation": list(Message.objects.filter(conversation_id=obj.run.conversation_id)
+                                 .order_by("created_at", "id")[:100]),
+            "edit_pair": _edit_pair(obj),
+            "interrupt_api_url": f"/api/interrupts/{obj.pk}/",
+            "queue_events_url": "/api/events/",
+        }
+        return TemplateResponse(request, "admin/hitl/agentinterrupt/decide.html", context)
+
+    def _decide(self, request: HttpRequest,
+                obj: AgentInterrupt) -> HttpResponse | tuple[dict[str, list[str]], Any]:
+        try:
+            status, payload = answer_from_post(obj.request, request.POST)
+            interrupt_decide(actor=request.user, run_id=obj.run_id,
+                             interrupt_id=obj.interrupt_id, payload=payload, status=status,
+                             surface=SURFACE)
+        except CardFormError as err:
+            return err.fields, request.POST
+        except InvalidInput as err:
+            return err.fields or {"__all__": [err.detail]}, request.POST
+        except ServiceError as err:
+            # Decided by someone else meanwhile, expired, run gone: the card turns read-only.
+            self.message_user(request, f"Not recorded: {err.detail}", messages.ERROR)
+            return {"__all__": [err.detail]}, None
+        self.message_user(request, f"Answered: {obj.message or obj.kind}", messages.SUCCESS)
+        if request.GET.get(AFTER, "next") == "next":
+            following = self._next_pending(request, after=obj)
+            if following is not None:
+                url = reverse("admin:hitl_agentinterrupt_change", args=[following.pk])
+                return HttpResponseRedirect(url + "?" + urlencode(
+                    {k: v for k, v in request.GET.items() if k in (AFTER, "_changelist_filters")}))
+        return HttpResponseRedirect(self._changelist_url(request))
+
+    def _next_pending(self, request: HttpRequest, *, after: AgentInterrupt) -> Any:
+        """The oldest pending interrupt of the queue as the reviewer had filtered it."""
+        listing = copy.copy(request)
+        listing.GET = QueryDict(request.GET.get("_changelist_filters", ""))
+        listing.method = "GET"
+        queue = self.get_changelist_instance(listing).get_queryset(listing)
+        return queue.filter(status=PENDING).exclude(pk=after.pk).first()
+
+    def _changelist_url(self, request: HttpRequest) -> str:
+        url = reverse("admin:hitl_agentinterrupt_changelist")
+        filters = request.GET.get("_changelist_filters")
+        return f"{url}?{filters}" if filters else url
+
+
+# --- helpers ------------------------------------------------------------------------
+
+def _duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h {seconds % 3600 // 60}m"
+    return f"{seconds // 86400}d {seconds % 86400 // 3600}h"
+
+
+def _uuids(values: list[str]) -> list[uuid.UUID]:
+    out = []
+    for value in values:
+        try:
+            out.append(uuid.UUID(value))
+        except ValueError:
+            continue  # a tampered checkbox value selects nothing
+    return out
+
+
+def _with_param(request: HttpRequest, key: str, value: str) -> str:
+    params = request.GET.copy()
+    params[key] = value
+    return f"{request.path}?{params.urlencode()}"
+
+
+def _chat_url(obj: AgentInterrupt) -> str | None:
+    # The chat pages are another surface; link to them when they are installed.
+    for name, args in (("pages:conversation", [obj.run.conversation_id]),
+                       ("pages:run", [obj.run_id])):
+        try:
+            return reverse(name, args=args)
+        except NoReverseMatch:
+            continue
+    return None
+
+
+def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:
+    """For a review answered with an edit: the proposal and the edited version, as JSON."""
+    decision = obj.decision or {}
+    if obj.kind != "review" or decision.get("decision") != "edit":
+        return None
+    return (json.dumps(obj.request.get("proposal"), indent=2, ensure_ascii=False),
+            json.dumps(decision.get("edited"), indent=2, ensure_ascii=False))

@@ -1,0 +1,149 @@
+"""The admin queue in headless Chromium, against the live server and worker."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.admin.conftest import ARTIFACTS
+from tests.helpers import start_run, wait_run
+
+QUEUE = "/admin/hitl/agentinterrupt/"
+
+
+@pytest.fixture
+def reviewers(users):
+    """The suite's reviewer as staff, and a second reviewer (the "third session")."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    users["reviewer"].is_staff = True
+    users["reviewer"].save(update_fields=["is_staff"])
+    second = get_user_model().objects.create_user("second", password="pw-second",
+                                                  is_staff=True)
+    second.user_permissions.add(Permission.objects.get(codename="decide_interrupt"))
+    return users
+
+
+def _pending(client, run_id: str) -> dict:
+    run = wait_run(client, run_id, "paused")
+    assert len(run["pending_interrupts"]) == 1, run
+    return run["pending_interrupts"][0]
+
+
+def _answer(page, kind: str) -> None:
+    """Fill and submit the card of one kind the way a reviewer would."""
+    form = page.locator("form[data-interrupt-id]")
+    if kind == "input":
+        form.get_by_label("Your answer").fill("v2.0")
+        form.get_by_role("button", name="Send").click()
+    elif kind == "select":
+        form.get_by_label("beta").check()
+        form.get_by_role("button", name="Choose").click()
+    elif kind == "multiSelect":
+        form.get_by_label("linux").check()
+        form.get_by_label("macos").check()
+        form.get_by_role("button", name="Confirm").click()
+    elif kind == "modal":
+        form.get_by_role("button", name="Continue").click()
+    elif kind == "unlock":
+        form.get_by_role("button", name="Unlock").click()
+    elif kind == "review":
+        form.get_by_text("Edit the proposal").click()
+        form.get_by_label("Title").fill("Release 2")
+        form.get_by_role("button", name="Save edits").click()
+    elif kind == "approval":
+        form.get_by_role("button", name="Approve").click()
+
+
+def test_every_kind_is_decided_from_its_admin_page(api, reviewers, admin_session):
+    owner = api("owner")
+    run_id = start_run(owner, agent="showcase")["id"]
+    page = admin_session("reviewer", "pw-reviewer")
+    seen = []
+    for kind in ("input", "select", "multiSelect", "modal", "unlock", "review", "approval"):
+        item = _pending(owner, run_id)
+        assert item["kind"] == kind, item
+        page.goto(f"{QUEUE}{item['id']}/change/?_after=queue")
+        expect(page.locator(f"form[data-interrupt-id='{item['interrupt_id']}']")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / f"admin-decide-{kind}.png"), full_page=True)
+        _answer(page, kind)
+        page.wait_for_url(f"**{QUEUE}")
+        expect(page.locator(".messagelist")).to_contain_text("Answered")
+        seen.append(kind)
+    run = wait_run(owner, run_id, "completed")
+    answers = {a["kind"]: a["answer"] for a in run["result"]["answers"]}
+    assert answers["input"] == {"value": "v2.0"}
+    assert answers["multiSelect"] == {"values": ["linux", "macos"]}
+    assert answers["review"]["edited"]["title"] == "Release 2"
+    assert answers["approval"] == {"approved": True}
+    # A decided one reads back: who, what; for the edit, the original beside the edited.
+    review = owner.get(f"/api/runs/{run_id}/").json()
+    assert review["status"] == "completed"
+
+
+def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_session):
+    queue = admin_session("reviewer", "pw-reviewer")
+    queue.goto(QUEUE)
+    expect(queue.locator("#queue-live")).to_have_attribute("data-live", "open")
+    expect(queue.locator("#result_list")).to_have_count(0)
+    queue.screenshot(path=str(ARTIFACTS / "admin-queue-empty.png"), full_page=True)
+
+    # Another user's run pauses: its row appears without a reload.
+    owner = api("owner")
+    run_id = start_run(owner, agent="dev", input={"topic": "the launch"})["id"]
+    item = _pending(owner, run_id)
+    row = queue.locator("#result_list tbody tr", has_text="owner")
+    expect(row).to_have_count(1, timeout=15_000)
+    expect(queue.locator("#queue-count")).to_contain_text("1 waiting")
+    queue.screenshot(path=str(ARTIFACTS / "admin-queue-live-row.png"), full_page=True)
+
+    # The reviewer opens its decide page in a second tab ...
+    decide = queue.context.new_page()
+    decide.goto(f"{QUEUE}{item['id']}/change/")
+    expect(decide.locator("#decide-live")).to_have_attribute("data-live", "open")
+
+    # ... and a third session answers it first: the row leaves, the open form closes.
+    third = admin_session("second", "pw-second")
+    third.goto(f"{QUEUE}{item['id']}/change/?_after=queue")
+    third.locator("form[data-interrupt-id]").get_by_label("Your answer").fill("Apollo")
+    third.locator("form[data-interrupt-id]").get_by_role("button", name="Send").click()
+    third.wait_for_url(f"**{QUEUE}")
+
+    expect(queue.locator("#result_list")).to_have_count(0, timeout=15_000)
+    expect(queue.locator("#queue-count")).to_contain_text("0 waiting")
+    expect(decide.locator("#decide-live")).to_contain_text("by second", timeout=15_000)
+    expect(decide.locator("form[data-interrupt-id] button").first).to_be_disabled()
+    decide.screenshot(path=str(ARTIFACTS / "admin-decide-taken.png"), full_page=True)
+
+    # The run went on to its next question, which the queue shows in turn.
+    _pending(owner, run_id)
+    expect(queue.locator("#result_list tbody tr")).to_have_count(1, timeout=15_000)
+    owner.post(f"/api/runs/{run_id}/cancel/")
+
+
+def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session):
+    owner = api("owner")
+    run_id = start_run(owner, agent="dev", input={"topic": "x"})["id"]
+    item = _pending(owner, run_id)
+    owner.post(f"/api/runs/{run_id}/resume/", json={"interrupt_id": item["interrupt_id"],
+                                                    "payload": {"value": "Apollo"}})
+    _pending(owner, run_id)
+    from django.contrib.auth.models import Permission
+
+    reviewers["owner"].is_staff = True
+    reviewers["owner"].save(update_fields=["is_staff"])
+    reviewers["owner"].user_permissions.add(Permission.objects.get(codename="view_agentrun"))
+    page = admin_session("owner", "pw-owner")
+    page.goto(f"/admin/runs/agentrun/{run_id}/change/")
+    timeline = page.locator("#run-timeline")
+    expect(timeline).to_contain_text("Segment 1")
+    expect(timeline).to_contain_text("Segment 2")
+    expect(timeline.locator(".queue-timeline-interrupt")).to_have_count(2)
+    expect(timeline).to_contain_text("Apollo")
+    page.screenshot(path=str(ARTIFACTS / "admin-run-timeline.png"), full_page=True)
+    page.click("#cancel-run")
+    expect(page.locator("#content")).to_contain_text("Cancel the")
+    page.click("#confirm-cancel")
+    expect(page.locator(".messagelist")).to_contain_text("cancelled")
+    assert wait_run(owner, run_id, "cancelled")["status"] == "cancelled"

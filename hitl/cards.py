@@ -46,18 +46,19 @@ def humanize(key: str) -> str:
 
 def readable(value: Any, depth: int = 0) -> dict[str, Any]:
     """A tree the template ``hitl/cards/_value.html`` renders (no raw JSON for people)."""
+    # "kind" names the shape (a key like "items" would clash with dict.items in templates).
     if depth > 6:
-        return {"scalar": json.dumps(value, default=str)}
+        return {"kind": "scalar", "text": json.dumps(value, default=str)}
     if isinstance(value, dict):
-        return {"pairs": [{"label": humanize(k), "value": readable(v, depth + 1)}
-                          for k, v in value.items()]}
+        return {"kind": "pairs", "pairs": [{"label": humanize(k), "value": readable(v, depth + 1)}
+                                           for k, v in value.items()]}
     if isinstance(value, (list, tuple)):
-        return {"items": [readable(v, depth + 1) for v in value]}
+        return {"kind": "list", "entries": [readable(v, depth + 1) for v in value]}
     if isinstance(value, bool):
-        return {"scalar": "yes" if value else "no"}
+        return {"kind": "scalar", "text": "yes" if value else "no"}
     if value is None:
-        return {"scalar": "—"}
-    return {"scalar": str(value)}
+        return {"kind": "scalar", "text": "—"}
+    return {"kind": "scalar", "text": str(value)}
 
 
 def _options(request: dict[str, Any], key: str = "options") -> list[dict[str, str]]:

@@ -1,0 +1,17 @@
+from django.urls import path
+
+from pages import views
+
+app_name = "pages"
+
+urlpatterns = [
+    path("", views.conversation_list, name="list"),
+    path("new/", views.new_chat, name="new"),
+    path("new/<str:agent>/", views.new_chat, name="new-agent"),
+    path("c/<str:conversation_id>/", views.chat, name="chat"),
+    path("c/<str:conversation_id>/composer/", views.composer_fragment, name="composer"),
+    path("c/<str:conversation_id>/runs/<str:run_id>/", views.run_fragment, name="run"),
+    path("c/<str:conversation_id>/answer/<str:interrupt_id>/", views.answer, name="answer"),
+    path("c/<str:conversation_id>/send/", views.send, name="send"),
+    path("c/<str:conversation_id>/cancel/", views.cancel, name="cancel"),
+]

@@ -1,0 +1,353 @@
+"""The chat pages: conversation list, new chat, the chat page and its fragments.
+
+Views stay thin: reads here, every write through a service (run_start, interrupt_decide,
+run_cancel). Who may see a conversation: its owner, and reviewers (hitl.decide_interrupt),
+who get it read-only except for answering its cards; anyone else gets a 404.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from agentsite.errors import Conflict, Gone, InvalidInput, ServiceError
+from execution.lifecycle import run_cancel
+from hitl.cards import CardFormError, answer_from_post, card_context
+from hitl.models import AgentInterrupt
+from hitl.selectors import is_reviewer
+from hitl.services import interrupt_decide
+from pages.forms import input_fields, input_from_post
+from pages.live import read_runs
+from pages.markdown import render_markdown
+from runs import registry
+from runs.models import AgentRun, Conversation, Message
+from runs.services import run_start
+from streams.channels import user_stream_channel
+
+# Runs whose stored events are read for tool chips and streamed text (the newest ones).
+LIVE_RUNS = 5
+PENDING = AgentInterrupt.Status.PENDING
+
+
+# --- access ------------------------------------------------------------------------------------
+
+def _conversation(request: HttpRequest, conversation_id: Any) -> tuple[Conversation, bool]:
+    """(conversation, is_owner) or 404: the owner, or a reviewer read-only."""
+    try:
+        pk = uuid.UUID(str(conversation_id))
+    except ValueError:
+        raise Http404("no such conversation") from None
+    conversation = Conversation.objects.select_related("owner").filter(pk=pk).first()
+    if conversation is None:
+        raise Http404("no such conversation")
+    if conversation.owner_id == request.user.pk:
+        return conversation, True
+    if is_reviewer(request.user):
+        return conversation, False
+    raise Http404("no such conversation")
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+# --- building the page -----------------------------------------------------------------------
+
+def _answer_url(conversation: Conversation, interrupt_id: str) -> str:
+    return reverse("pages:answer", args=[conversation.pk, interrupt_id])
+
+
+def _card(conversation: Conversation, interrupt: AgentInterrupt, *, can_answer: bool = True,
+          errors: dict | None = None, values: Any = None) -> dict[str, Any]:
+    return card_context(interrupt, action_url=_answer_url(conversation, interrupt.interrupt_id),
+                        errors=errors, values=values, can_answer=can_answer, htmx=True)
+
+
+def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
+                card_errors: dict[str, tuple[dict, Any]] | None = None) -> list[dict[str, Any]]:
+    """One block per run: its messages, tool calls, cards, status and result.
+
+    A fixed number of queries whatever the length of the conversation (messages and
+    interrupts are each read in one query), plus two Redis reads for the newest runs.
+    """
+    card_errors = card_errors or {}
+    run_ids = [r.id for r in runs]
+    messages: dict[Any, list[Message]] = {rid: [] for rid in run_ids}
+    for message in Message.objects.filter(run_id__in=run_ids).order_by("created_at", "id"):
+        messages[message.run_id].append(message)
+    interrupts: dict[Any, list[AgentInterrupt]] = {rid: [] for rid in run_ids}
+    for item in (AgentInterrupt.objects.filter(run_id__in=run_ids)
+                 .select_related("decided_by").order_by("created_at", "id")):
+        interrupts[item.run_id].append(item)
+    live = read_runs(runs[-LIVE_RUNS:])
+    blocks = []
+    for run in runs:
+        state = live.get(str(run.id))
+        items = []
+        for message in messages[run.id]:
+            assistant = message.role == Message.Role.ASSISTANT
+            text = message.content
+            if assistant and state is not None and message.id == run.assistant_message_id:
+                text = state.text_over(text)
+            items.append({"message": message, "assistant": assistant, "text": text,
+                          # While a segment streams, plain text the script appends to.
+                          "html": render_markdown(text)
+                          if assistant and run.status not in AgentRun.LIVE else None})
+        cards = []
+        for item in interrupts[run.id]:
+            errors, values = card_errors.get(item.interrupt_id, (None, None))
+            cards.append(_card(conversation, item, errors=errors, values=values))
+        blocks.append({
+            "run": run, "messages": items, "cards": cards,
+            "pending": sum(1 for c in cards if c["pending"]),
+            "tools": state.tool_calls if state else [],
+            "step": state.step if state else "",
+            "live": run.status in AgentRun.LIVE,
+            "last_event_id": state.last_event_id if state else 0,
+            "result": _result(run),
+        })
+    return blocks
+
+
+def _result(run: AgentRun) -> Any:
+    """A finished run's result to show beside its message (markdown is in the message)."""
+    from hitl.cards import readable
+
+    if run.status not in AgentRun.FINISHED or not run.result:
+        return None
+    result = run.result
+    if isinstance(result, dict) and "markdown" in result:
+        result = {k: v for k, v in result.items() if k not in ("markdown",)}
+    return readable(result)
+
+
+def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | None,
+              pending: int, *, error: str = "", text: str = "") -> dict[str, Any]:
+    reason = ""
+    if not is_owner:
+        reason = ("You are viewing someone else's conversation as a reviewer: you can answer "
+                  "its questions, not write in it.")
+    elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending:
+        reason = ("Answer the question above to continue." if pending == 1 else
+                  f"Answer the {pending} questions above to continue.")
+    elif latest is not None and latest.status in AgentRun.ACTIVE:
+        reason = f"The agent is working ({latest.get_status_display().lower()}). " \
+                 "Wait for it to finish, or cancel it."
+    return {
+        "disabled": bool(reason), "reason": reason, "error": error, "text": text,
+        "is_owner": is_owner,
+        "can_cancel": is_owner and latest is not None and latest.status in AgentRun.ACTIVE,
+        "latest": latest,
+        "send_url": reverse("pages:send", args=[conversation.pk]),
+        "cancel_url": reverse("pages:cancel", args=[conversation.pk]),
+    }
+
+
+def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bool, *,
+                  card_errors: dict | None = None, composer_error: str = "",
+                  composer_text: str = "") -> dict[str, Any]:
+    runs = list(AgentRun.objects.filter(conversation=conversation).order_by("created_at", "id"))
+    blocks = _run_blocks(conversation, runs, card_errors=card_errors)
+    latest = runs[-1] if runs else None
+    latest_block = blocks[-1] if blocks else None
+    agent = registry.get(conversation.agent)
+    return {
+        "conversation": conversation,
+        "agent": agent,
+        "is_owner": is_owner,
+        "blocks": blocks,
+        "latest": latest,
+        "latest_block": latest_block,
+        "composer": _composer(conversation, is_owner, latest,
+                              latest_block["pending"] if latest_block else 0,
+                              error=composer_error, text=composer_text),
+        "events_url": f"/api/runs/{latest.id}/events/" if latest else "",
+        "last_event_id": (f"run-{latest.id}:{latest_block['last_event_id']}"
+                          if latest and latest_block["last_event_id"] else ""),
+        "queue_url": "/api/events/",
+        "queue_channel": user_stream_channel(request.user),
+    }
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    latest = AgentRun.objects.filter(conversation=OuterRef("pk")).order_by("-created_at")
+    pending = Count("runs__interrupts", filter=Q(runs__interrupts__status=PENDING))
+    mine = (Conversation.objects.filter(owner=request.user)
+            .annotate(pending=pending, status=Subquery(latest.values("status")[:1]))
+            .order_by("-updated_at")[:200])
+    others = []
+    if is_reviewer(request.user):
+        others = (Conversation.objects.exclude(owner=request.user)
+                  .annotate(pending=pending, status=Subquery(latest.values("status")[:1]))
+                  .filter(pending__gt=0).select_related("owner").order_by("-updated_at")[:50])
+    return render(request, "pages/list.html", {"conversations": mine, "others": others,
+                                               "agents": registry.all_agents()})
+
+
+@login_required
+def new_chat(request: HttpRequest, agent: str | None = None) -> HttpResponse:
+    agents = registry.all_agents()
+    spec = registry.get(agent) if agent else None
+    if agent and spec is None:
+        raise Http404("no such agent")
+    if spec is None:
+        return render(request, "pages/new.html", {"agents": agents, "agent": None})
+    schema = spec.input_schema()
+    values: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    message = ""
+    if request.method == "POST":
+        message = (request.POST.get("message") or "").strip()
+        data, errors = input_from_post(schema, request.POST)
+        values = {k: request.POST.get(k, "") for k in (schema.get("properties") or {})}
+        if not errors:
+            try:
+                run = run_start(owner=request.user, agent=spec.name, input=data,
+                                message=message, surface="page")
+            except InvalidInput as err:
+                fields = (err.fields or {}).get("input") or {}
+                errors = {k: v for k, v in fields.items()} or {"__all__": [err.detail]}
+            except ServiceError as err:
+                errors = {"__all__": [err.detail]}
+            else:
+                return redirect("pages:chat", conversation_id=run.conversation_id)
+    elif request.method != "GET":
+        return HttpResponse(status=405)
+    return render(request, "pages/new.html", {
+        "agents": agents, "agent": spec, "fields": input_fields(schema, values, errors),
+        "errors": errors.get("__all__", []) + errors.get("input", []), "message": message,
+    }, status=400 if errors else 200)
+
+
+@login_required
+@require_GET
+def chat(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation, is_owner = _conversation(request, conversation_id)
+    return render(request, "pages/chat.html", _chat_context(request, conversation, is_owner))
+
+
+@login_required
+@require_GET
+def run_fragment(request: HttpRequest, conversation_id: str, run_id: str) -> HttpResponse:
+    """One run's block (messages, tools, cards, status); the page swaps it in when a run ends."""
+    conversation, is_owner = _conversation(request, conversation_id)
+    run = _run_of(conversation, run_id)
+    block = _run_blocks(conversation, [run])[0]
+    return render(request, "pages/_run.html", {"block": block, "conversation": conversation})
+
+
+@login_required
+@require_GET
+def composer_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation, is_owner = _conversation(request, conversation_id)
+    latest = AgentRun.objects.filter(conversation=conversation).order_by("-created_at").first()
+    pending = latest.interrupts.filter(status=PENDING).count() if latest else 0
+    return render(request, "pages/_composer.html",
+                  {"composer": _composer(conversation, is_owner, latest, pending),
+                   "conversation": conversation})
+
+
+def _run_of(conversation: Conversation, run_id: str) -> AgentRun:
+    try:
+        return AgentRun.objects.get(pk=uuid.UUID(str(run_id)), conversation=conversation)
+    except (ValueError, AgentRun.DoesNotExist):
+        raise Http404("no such run") from None
+
+
+@login_required
+@require_POST
+def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> HttpResponse:
+    """Answer one card. With htmx: the card, re-rendered. Without: redirect back (or the
+    page with the card's errors)."""
+    conversation, _ = _conversation(request, conversation_id)
+    interrupt = (AgentInterrupt.objects.select_related("run", "decided_by")
+                 .filter(run__conversation=conversation, interrupt_id=interrupt_id).first())
+    if interrupt is None:
+        raise Http404("no such question")
+    errors: dict[str, list[str]] | None = None
+    status = 200
+    try:
+        answer_status, payload = answer_from_post(interrupt.request, request.POST)
+        interrupt_decide(actor=request.user, run_id=interrupt.run_id,
+                         interrupt_id=interrupt.interrupt_id, payload=payload,
+                         status=answer_status, surface="page")
+    except CardFormError as err:
+        errors, status = err.fields, 400
+    except InvalidInput as err:
+        errors, status = (err.fields or {"__all__": [err.detail]}), 400
+    except (Conflict, Gone) as err:
+        # Someone answered first, the run moved on, or the deadline passed: the card
+        # (read again) shows who answered, when and what, or that it expired.
+        message = {"already_decided": "Someone else answered this first.",
+                   "expired": "This question expired before your answer arrived."}
+        errors, status = {"__all__": [message.get(err.code, err.detail)]}, err.status
+    if errors is None:
+        if _is_htmx(request):
+            interrupt.refresh_from_db()
+            return render(request, "hitl/cards/card.html",
+                          {"card": _card(conversation, interrupt)})
+        return redirect(reverse("pages:chat", args=[conversation.pk])
+                        + f"#card-{interrupt.interrupt_id}")
+    interrupt.refresh_from_db()
+    values = request.POST if status == 400 else None
+    if _is_htmx(request):
+        # 200 so htmx swaps the card in; the card itself carries the errors.
+        return render(request, "hitl/cards/card.html", {"card": _card(
+            conversation, interrupt, errors=errors, values=values)})
+    _, is_owner = _conversation(request, conversation_id)
+    context = _chat_context(request, conversation, is_owner,
+                            card_errors={interrupt.interrupt_id: (errors, values)})
+    return render(request, "pages/chat.html", context, status=status)
+
+
+@login_required
+@require_POST
+def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """The composer: the next run on the same thread (the owner only)."""
+    conversation, is_owner = _conversation(request, conversation_id)
+    if not is_owner:
+        raise Http404("no such conversation")
+    text = (request.POST.get("message") or "").strip()
+    error = ""
+    if not text:
+        error = "Write a message first."
+    else:
+        latest = (AgentRun.objects.filter(conversation=conversation)
+                  .order_by("-created_at").first())
+        try:
+            run_start(owner=request.user, agent=conversation.agent,
+                      input=latest.input if latest else None, message=text,
+                      thread_id=conversation.thread_id, surface="page")
+        except ServiceError as err:
+            error = err.detail
+        else:
+            return redirect("pages:chat", conversation_id=conversation.pk)
+    return render(request, "pages/chat.html", _chat_context(
+        request, conversation, is_owner, composer_error=error, composer_text=text), status=400)
+
+
+@login_required
+@require_POST
+def cancel(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation, is_owner = _conversation(request, conversation_id)
+    if not is_owner:
+        raise Http404("no such conversation")
+    run = (AgentRun.objects.filter(conversation=conversation, status__in=AgentRun.ACTIVE)
+           .order_by("-created_at").first())
+    if run is not None:
+        try:
+            run_cancel(actor=request.user, run_id=run.id, surface="page")
+        except Conflict:
+            pass  # finished meanwhile: the page shows how it ended
+    return redirect("pages:chat", conversation_id=conversation.pk)

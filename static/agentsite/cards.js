@@ -1,0 +1,80 @@
+/*
+ * Review cards (templates/hitl/cards/): behaviour any page that shows them can load.
+ * - multiSelect: min/max enforced while choosing (the server checks them again);
+ * - JSON editors (textarea[data-json-editor]) are checked on submit;
+ * - a card form is sent once: a second click while the first answer is on its way is
+ *   dropped (htmx forms: hx-sync="this:drop"; plain forms: the flag below).
+ * Works on cards added later (delegated listeners). No inline handlers: the CSP forbids them.
+ */
+(function () {
+  "use strict";
+
+  function limits(fieldset) {
+    const min = parseInt(fieldset.dataset.min, 10);
+    const max = parseInt(fieldset.dataset.max, 10);
+    const boxes = Array.from(fieldset.querySelectorAll('input[type="checkbox"]'));
+    const checked = boxes.filter((b) => b.checked).length;
+    for (const box of boxes) box.disabled = !box.checked && !isNaN(max) && checked >= max;
+    const status = fieldset.querySelector("[data-limits-status]");
+    const form = fieldset.closest("form");
+    const submit = form && form.querySelector('button[type="submit"]');
+    const tooFew = !isNaN(min) && checked < min;
+    if (submit) submit.disabled = tooFew;
+    if (status) {
+      status.textContent = tooFew ? "Choose at least " + min + " (" + checked + " chosen)."
+        : (!isNaN(max) && checked >= max ? "That is the most you can choose (" + max + ")." : "");
+    }
+  }
+
+  function initAll(root) {
+    for (const fs of root.querySelectorAll("fieldset[data-min], fieldset[data-max]")) limits(fs);
+  }
+
+  document.addEventListener("change", (e) => {
+    const fs = e.target.closest && e.target.closest("fieldset[data-min], fieldset[data-max]");
+    if (fs) limits(fs);
+  });
+
+  function jsonProblem(form, submitter) {
+    // Only the JSON editors that are part of this answer (an edit) are checked.
+    if (submitter && submitter.name === "decision" && submitter.value !== "edit") return null;
+    for (const area of form.querySelectorAll("textarea[data-json-editor]")) {
+      area.setCustomValidity("");
+      if (!area.value.trim() && !area.required) continue;
+      try { JSON.parse(area.value); } catch (err) {
+        area.setCustomValidity("Not valid JSON: " + err.message);
+        return area;
+      }
+    }
+    return null;
+  }
+
+  document.addEventListener("submit", (e) => {
+    const form = e.target;
+    if (!form.matches || !form.matches("form[data-interrupt-id], #new-chat-form")) return;
+    const bad = jsonProblem(form, e.submitter);
+    if (bad) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      bad.reportValidity();
+      return;
+    }
+    if (form.hasAttribute("hx-post")) return; // htmx sends it (once: hx-sync drop)
+    if (form.dataset.sent === "true") { e.preventDefault(); return; }
+    form.dataset.sent = "true";
+  }, true);
+
+  document.addEventListener("input", (e) => {
+    if (e.target.matches && e.target.matches("textarea[data-json-editor]")) {
+      e.target.setCustomValidity("");
+    }
+  });
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", () => initAll(document));
+  } else {
+    initAll(document);
+  }
+  document.addEventListener("htmx:load", (e) => initAll(e.target));
+  window.agentsiteCards = { init: initAll };
+})();

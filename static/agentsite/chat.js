@@ -1,0 +1,246 @@
+/*
+ * The chat page, live. The page is rendered on the server with the truth so far; this
+ * follows the run's AG-UI events (through agentsiteEvents, static/agentsite/events.js)
+ * from the event the server rendered up to, and the user's queue changes (/api/events/):
+ *   TEXT_MESSAGE_CONTENT → append to the assistant message (an aria-live region)
+ *   STEP_STARTED / STEP_FINISHED → the step in the status line
+ *   TOOL_CALL_* → tool chips
+ *   RUN_FINISHED / RUN_ERROR → fetch the run's server-rendered block (its cards, the
+ *     result as safe markdown, the error) and the composer, and swap them in
+ *   interrupts_changed → the same, for the run named (answered in another tab or by
+ *     someone else), keeping any card that is still pending as it is (typed text stays).
+ * Agent and user text is only ever set as text (textContent), never as HTML.
+ */
+(function () {
+  "use strict";
+  const chat = document.getElementById("chat");
+  if (!chat || !window.agentsiteEvents) return;
+  const base = chat.dataset.baseUrl;
+  const runId = chat.dataset.runId;
+  const byId = (id) => document.getElementById(id);
+  const STATUS = { queued: "Queued", running: "Running", paused: "Paused", resuming: "Resuming",
+    completed: "Completed", rejected: "Rejected", blocked: "Blocked", failed: "Failed",
+    cancelled: "Cancelled" };
+
+  function setStatus(status) {
+    const pill = byId("run-status");
+    if (!pill || !status) return;
+    pill.className = "status status--" + status;
+    pill.querySelector(".status__label").textContent = STATUS[status] || status;
+    chat.dataset.runStatus = status;
+    if (status !== "running") setStep("");
+  }
+
+  function setStep(name) {
+    const step = byId("run-step");
+    if (step) step.textContent = name ? " · " + name : "";
+  }
+
+  async function fetchHtml(url) {
+    const response = await fetch(url, { credentials: "same-origin",
+      headers: { "HX-Request": "true", "Accept": "text/html" } });
+    if (!response.ok) throw new Error(url + " → " + response.status);
+    const template = document.createElement("template");
+    template.innerHTML = await response.text();
+    return template.content;
+  }
+
+  // One refresh per run at a time; a request during one runs once more after it.
+  const inflight = {};
+  function refreshRun(id, opts) {
+    const state = inflight[id];
+    if (state) { state.again = true; state.focus = state.focus || (opts && opts.focus); return state.promise; }
+    const entry = inflight[id] = { again: false, focus: opts && opts.focus };
+    entry.promise = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await swapRun(id, entry.focus);
+        } while (entry.again);
+      } catch (err) {
+        console.warn("agentsite: refresh failed", err);
+      } finally {
+        delete inflight[id];
+      }
+    })();
+    return entry.promise;
+  }
+
+  async function swapRun(id, focus) {
+    const fresh = (await fetchHtml(base + "runs/" + id + "/")).querySelector(".run");
+    if (!fresh) return;
+    const old = byId("run-" + id);
+    const newCards = [];
+    // Moving a kept card (below) drops the focus inside it; it is given back after.
+    const active = document.activeElement;
+    for (const card of fresh.querySelectorAll(".card[data-interrupt-id]")) {
+      const before = old && old.querySelector('.card[data-interrupt-id="' + card.dataset.interruptId + '"]');
+      if (before && before.dataset.status === card.dataset.status &&
+          before.querySelector("form") && card.querySelector("form")) {
+        card.replaceWith(before); // still pending and answerable: keep what was typed
+      } else if (!before && card.dataset.status === "pending") {
+        newCards.push(card);
+      }
+    }
+    if (old) old.replaceWith(fresh); else byId("transcript").appendChild(fresh);
+    if (active && active !== document.body && active !== document.activeElement &&
+        document.contains(active)) active.focus({ preventScroll: true });
+    if (window.htmx) window.htmx.process(fresh);
+    if (window.agentsiteCards) window.agentsiteCards.init(fresh);
+    if (id === runId) setStatus(fresh.dataset.status);
+    if (newCards.length && (focus || !document.activeElement || document.activeElement === document.body)) {
+      newCards[0].focus();
+      newCards[0].scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  async function refreshComposer() {
+    try {
+      const box = byId("composer-box");
+      const fragment = await fetchHtml(base + "composer/");
+      const typed = byId("composer-input") && byId("composer-input").value;
+      box.replaceChildren(fragment);
+      const input = byId("composer-input");
+      if (input && typed && !input.value) input.value = typed;
+    } catch (err) {
+      console.warn("agentsite: composer refresh failed", err);
+    }
+  }
+
+  function assistantText(messageId) {
+    let msg = byId("msg-" + messageId);
+    if (!msg) {
+      const run = byId("run-" + runId);
+      if (!run) return null;
+      msg = document.createElement("article");
+      msg.className = "msg msg--assistant";
+      msg.id = "msg-" + messageId;
+      msg.dataset.messageId = messageId;
+      const text = document.createElement("div");
+      text.className = "msg__text msg__text--plain";
+      text.setAttribute("aria-live", "polite");
+      msg.appendChild(text);
+      run.insertBefore(msg, byId("tools-" + runId));
+    }
+    msg.classList.remove("msg--empty");
+    let text = msg.querySelector(".msg__text");
+    if (text.classList.contains("prose")) {
+      // Rendered markdown of an earlier segment: stream the new text after it.
+      let more = msg.querySelector(".msg__more");
+      if (!more) {
+        more = document.createElement("div");
+        more.className = "msg__text msg__text--plain msg__more";
+        more.setAttribute("aria-live", "polite");
+        msg.appendChild(more);
+      }
+      text = more;
+    }
+    text.classList.remove("msg__text--empty");
+    return text;
+  }
+
+  function chip(callId, name) {
+    const list = byId("tools-" + runId);
+    if (!list) return null;
+    let item = list.querySelector('[data-tool-call-id="' + CSS.escape(callId) + '"]');
+    if (item || name === undefined) return item;
+    item = document.createElement("li");
+    item.className = "chip";
+    item.dataset.toolCallId = callId;
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    const label = document.createElement("span");
+    label.className = "chip__name";
+    label.textContent = name;
+    summary.append("⚙ ", label);
+    const body = document.createElement("dl");
+    body.className = "chip__body";
+    for (const [title, cls, text] of [["Arguments", "chip__args", ""], ["Result", "chip__result", "…"]]) {
+      const dt = document.createElement("dt");
+      dt.textContent = title;
+      const dd = document.createElement("dd");
+      const code = document.createElement("code");
+      code.className = cls;
+      code.textContent = text;
+      dd.appendChild(code);
+      body.append(dt, dd);
+    }
+    details.append(summary, body);
+    item.appendChild(details);
+    list.appendChild(item);
+    return item;
+  }
+
+  function showError(message) {
+    const banner = byId("error-banner");
+    banner.textContent = "The run failed: " + message;
+    banner.hidden = false;
+  }
+
+  function onRunEvent(event) {
+    switch (event.type) {
+      case "RUN_STARTED":
+        setStatus("running");
+        refreshComposer();
+        break;
+      case "TEXT_MESSAGE_CONTENT": {
+        const text = assistantText(event.messageId);
+        if (text) text.append(event.delta);
+        break;
+      }
+      case "STEP_STARTED":
+        setStep(event.stepName);
+        break;
+      case "STEP_FINISHED":
+        setStep("");
+        break;
+      case "TOOL_CALL_START":
+        chip(event.toolCallId, event.toolCallName || "tool");
+        break;
+      case "TOOL_CALL_ARGS": {
+        const item = chip(event.toolCallId);
+        if (item) item.querySelector(".chip__args").append(event.delta);
+        break;
+      }
+      case "TOOL_CALL_RESULT": {
+        const item = chip(event.toolCallId);
+        if (item) {
+          item.querySelector(".chip__result").textContent = event.content;
+          item.classList.add("chip--done");
+        }
+        break;
+      }
+      case "RUN_FINISHED":
+        refreshRun(runId, { focus: true });
+        refreshComposer();
+        break;
+      case "RUN_ERROR":
+        showError(event.message || "unknown error");
+        setStatus("failed");
+        refreshRun(runId, {});
+        refreshComposer();
+        break;
+      default:
+        break;
+    }
+  }
+
+  if (runId && chat.dataset.eventsUrl) {
+    window.agentsiteEvents.open(chat.dataset.eventsUrl, {
+      onEvent: onRunEvent,
+      onGap: () => refreshRun(runId, {}),
+    }, { from: chat.dataset.lastEventId || "" });
+  }
+  window.agentsiteEvents.open(chat.dataset.queueUrl, {
+    onEvent(data) {
+      if (data && data.type === "interrupts_changed" && byId("run-" + data.run_id)) {
+        refreshRun(data.run_id, {});
+        if (data.run_id === runId) refreshComposer();
+      }
+    },
+  });
+
+  // A card answered in place: the composer may open up (nothing left pending).
+  document.body.addEventListener("htmx:afterRequest", () => refreshComposer());
+  chat.dataset.live = "true";
+})();

@@ -1,0 +1,1 @@
+from tests.browser_fixtures import *  # noqa: F401,F403

@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.helpers import hitl_approval
+from hitl.ask import hitl_approval
 from runs.registry import Agent, register
 
 TEAMS = ("legal", "security")

@@ -18,6 +18,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents import assistant_offline  # noqa: F401 - teaches the offline model this agent
+from agents.chat_model import get_chat_model
+from agents.knowledge import kb_search, topics
 from hitl.ask_tools import ASK_TOOLS, ASK_TOOLS_SYSTEM_PROMPT
 from hitl.tool_approval import (
     ToolApproval,
@@ -26,8 +29,6 @@ from hitl.tool_approval import (
     pending_calls,
     tools_node,
 )
-from runs.agents.knowledge import kb_search, topics
-from runs.chat_model import get_chat_model
 from runs.registry import Agent, register
 
 MAX_MODEL_TURNS = 8

@@ -11,9 +11,12 @@ The offline model is a small rule engine, not a language model:
   registered under the schema's name by the agent that uses it (``offline_skill``);
 - a call whose system prompt was registered with ``offline_reply`` is answered by that
   function (plain text, streamed);
-- otherwise, with tools bound, it follows :func:`_react_policy` (ask when the request
-  is ambiguous, search the knowledge base, answer from the results);
+- otherwise, with tools bound, the *offline tool policy* registered for one of those
+  tools decides the next step (``offline_tools_policy``; the ``assistant`` agent
+  registers one);
 - otherwise it echoes the context it was given.
+
+It knows no agent by name: agents teach it what they need.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -33,22 +35,25 @@ from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
     BaseMessage,
-    HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-OFFLINE_NAME = "offline"
+from runs import registry
+
+OFFLINE_NAME = registry.OFFLINE_MODEL
+model_name = registry.model_name
 
 # Provider prefix of AGENT_MODEL → the extra that installs its LangChain package.
 PROVIDER_EXTRAS = {"openai": "openai", "anthropic": "anthropic", "ollama": "ollama"}
 
 Skill = Callable[[list[BaseMessage]], Any]
+ToolPolicy = Callable[[list[BaseMessage], list[str]], AIMessage]
 _skills: dict[str, Skill] = {}
 _replies: dict[str, Skill] = {}
+_tool_policies: dict[str, ToolPolicy] = {}
 
 
 def offline_skill(name: str) -> Callable[[Skill], Skill]:
@@ -73,9 +78,16 @@ def offline_reply(system_prompt: str) -> Callable[[Skill], Skill]:
     return deco
 
 
-def model_name() -> str:
-    """What serves the agents: the AGENT_MODEL string, or ``offline``."""
-    return (getattr(settings, "AGENT_MODEL", "") or "").strip() or OFFLINE_NAME
+def offline_tools_policy(tool: str) -> Callable[[ToolPolicy], ToolPolicy]:
+    """Teach the offline model a tool-calling task: when ``tool`` is among the bound
+    tools, the function decides the next reply from the messages and the bound tool
+    names (a text answer, or tool calls: see ``tool_call``)."""
+
+    def deco(fn: ToolPolicy) -> ToolPolicy:
+        _tool_policies[tool] = fn
+        return fn
+
+    return deco
 
 
 def is_offline() -> bool:
@@ -134,15 +146,16 @@ class OfflineChatModel(BaseChatModel):
             skill = _skills.get(names[0])
             if skill is None:
                 raise ValueError(f"the offline model has no skill for {names[0]!r}; "
-                                 "register one with runs.chat_model.offline_skill")
+                                 "register one with agents.chat_model.offline_skill")
             return AIMessage(content="", tool_calls=[
                 {"name": names[0], "args": skill(messages), "id": _call_id()}])
         system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
         reply = _replies.get(str(system.content).strip()) if system is not None else None
         if reply is not None:
             return AIMessage(content=str(reply(messages)))
-        if names:
-            return _react_policy(messages, names)
+        policy = next((_tool_policies[n] for n in names if n in _tool_policies), None)
+        if policy is not None:
+            return policy(messages, names)
         last = messages[-1] if messages else None
         return AIMessage(content=str(getattr(last, "content", "")) or "Okay.")
 
@@ -175,123 +188,6 @@ def _call_id() -> str:
     return f"call_{uuid.uuid4().hex[:16]}"
 
 
-def _call(name: str, **args: Any) -> AIMessage:
+def tool_call(name: str, **args: Any) -> AIMessage:
+    """A reply that calls one tool (for offline tool policies)."""
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": _call_id()}])
-
-
-# --- offline tool-calling policy (the assistant agent) ---------------------------------
-
-STOPWORDS = set("""a an and are as at be can do does for from how i in is it me my of on
-or please the to what when where which who why with you your about tell show give""".split())
-DESTRUCTIVE = ("delete", "remove", "erase", "close my account", "wipe")
-MANY = ("compare", "several", "topics", "overview", "all about")
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS]
-
-
-def _topics(messages: list[BaseMessage]) -> list[str]:
-    """Topics listed in the system prompt under a 'Knowledge base topics:' line."""
-    for m in messages:
-        if isinstance(m, SystemMessage):
-            text = str(m.content)
-            if "Knowledge base topics:" in text:
-                block = text.split("Knowledge base topics:", 1)[1]
-                return [line.strip()[2:].strip() for line in block.splitlines()
-                        if line.strip().startswith("- ")]
-    return []
-
-
-def _matching_topics(text: str, topics: list[str]) -> list[str]:
-    words = set(_words(text))
-    scored = [(len(words & set(_words(t))), t) for t in topics]
-    best = max((s for s, _ in scored), default=0)
-    return [t for s, t in scored if best and s == best]
-
-
-def _answer_value(content: str) -> str:
-    return content.split(":", 1)[1].strip() if ":" in content else content.strip()
-
-
-def _kb_answer(results: list[ToolMessage]) -> str:
-    hits: list[dict[str, Any]] = []
-    for message in results:
-        try:
-            hits += json.loads(str(message.content))
-        except (TypeError, ValueError):
-            continue
-    if not hits:
-        return "I couldn't find anything about that in the knowledge base."
-    seen, lines = set(), []
-    for hit in hits:
-        if hit["title"] in seen:
-            continue
-        seen.add(hit["title"])
-        lines.append(f"**{hit['title']}**: {hit['text']}")
-    return "Here is what the knowledge base says:\n\n" + "\n\n".join(lines)
-
-
-def _react_policy(messages: list[BaseMessage], tools: list[str]) -> AIMessage:
-    """Decide the next step of a tool-calling agent from the conversation so far."""
-    topics = _topics(messages)
-    request = next((str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)),
-                   "")
-    # Tool results since the last AI turn that called tools.
-    trailing: list[ToolMessage] = []
-    for m in reversed(messages):
-        if not isinstance(m, ToolMessage):
-            break
-        trailing.insert(0, m)
-    if trailing:
-        names = {m.name for m in trailing}
-        if "kb_search" in names:
-            return AIMessage(content=_kb_answer([m for m in trailing if m.name == "kb_search"]))
-        last = trailing[-1]
-        answer = _answer_value(str(last.content))
-        if last.name == "ask_confirm":
-            if answer.lower() in {"proceed", "yes", "confirm"}:
-                return _search_or_ask(request, topics, tools, confirmed=True)
-            return AIMessage(content="Okay, I stopped there: nothing was changed.")
-        if last.name == "ask_multi_choice":
-            chosen = [v.strip() for v in answer.split(",") if v.strip()]
-            return AIMessage(content="", tool_calls=[
-                {"name": "kb_search", "args": {"query": topic}, "id": _call_id()}
-                for topic in chosen])
-        if last.name in {"ask_choice", "ask_input"}:
-            if "kb_search" in tools:
-                return _call("kb_search", query=answer)
-        if last.status == "error" or "rejected" in str(last.content).lower():
-            return AIMessage(content=f"Understood, I did not do that. ({last.content})")
-        return AIMessage(content=f"Done: {last.content}")
-    return _search_or_ask(request, topics, tools)
-
-
-def _search_or_ask(request: str, topics: list[str], tools: list[str],
-                   confirmed: bool = False) -> AIMessage:
-    text = request.lower()
-    if "ticket" in text and "file_ticket" in tools:
-        priority = "high" if ("urgent" in text or "asap" in text) else "normal"
-        title = re.sub(r"(?i)^(please\s+)?(file|open|create)\s+a\s+ticket\s*(about|for|:)?\s*",
-                       "", request).strip() or request.strip()
-        return _call("file_ticket", title=title[:120], priority=priority)
-    matches = _matching_topics(request, topics)
-    vague = not _words(request) or (len(_words(request)) < 2 and not matches)
-    if vague and "ask_input" in tools:
-        return _call("ask_input", question="What would you like to know? Name a topic or "
-                                           "describe the problem in a few words.")
-    if (not confirmed and "ask_confirm" in tools
-            and any(word in text for word in DESTRUCTIVE)):
-        return _call("ask_confirm",
-                     question="This is about an irreversible action. Shall I look up how to "
-                              "do it?",
-                     options=["proceed", "cancel"])
-    if any(word in text for word in MANY) and "ask_multi_choice" in tools and topics:
-        return _call("ask_multi_choice", question="Which topics should I cover?",
-                     options=topics)
-    if len(matches) > 1 and "ask_choice" in tools:
-        return _call("ask_choice", question="Which one do you mean?", options=matches)
-    if "kb_search" in tools:
-        return _call("kb_search", query=matches[0] if matches else request)
-    return AIMessage(content="I can't help with that here.")
-

@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.helpers import hitl_approval, hitl_input, hitl_multi_select, hitl_select
+from hitl.ask import hitl_approval, hitl_input, hitl_multi_select, hitl_select
 from runs.registry import Agent, register
 
 COLORS = [{"label": "Red", "value": "red"}, {"label": "Green", "value": "green"},

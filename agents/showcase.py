@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict
 
-from hitl.helpers import (
+from hitl.ask import (
     hitl_approval,
     hitl_input,
     hitl_modal,

@@ -27,9 +27,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.chat_model import get_chat_model, offline_reply
 from hitl.ask_tools import ASK_TOOLS
 from hitl.tool_approval import tools_node
-from runs.chat_model import get_chat_model, offline_reply
 from runs.registry import Agent, register
 
 DATA = Path(__file__).resolve().parent / "data" / "companies.json"

@@ -35,8 +35,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hitl.helpers import hitl_review
-from runs.chat_model import get_chat_model, offline_skill
+from agents.chat_model import get_chat_model, offline_skill
+from hitl.ask import hitl_review
 from runs.registry import Agent, register
 
 MAX_REVISION_ROUNDS = 2

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
 
-from runs.serializers import ErrorSerializer
+
+class ErrorSerializer(serializers.Serializer):
+    """The one error shape of the API."""
+
+    code = serializers.CharField(help_text="machine-readable, e.g. not_pending, version_mismatch")
+    detail = serializers.CharField(help_text="what is wrong, for people")
+    fields = serializers.DictField(required=False, help_text="per-field problems")
+
 
 _MEANING = {
     400: "invalid request body or payload (`fields` names each problem)",
@@ -28,3 +36,4 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
     description="Replays the first response for the same key and body (per user, 24 h); "
                 "another body with the same key is a 422.")
+

@@ -8,7 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 # handler: it answers only under STATIC_URL and leaves every other request async.
 application = ASGIStaticFilesHandler(get_asgi_application())
 
-# AG-UI endpoints skip the middleware stack (why: runs/agui_asgi.py).
-from runs.agui_asgi import route_agui  # noqa: E402
+# AG-UI endpoints skip the middleware stack (why: agui/asgi.py).
+from agui.asgi import route_agui  # noqa: E402
 
 application = route_agui(application)

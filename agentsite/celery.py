@@ -6,4 +6,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
 app = Celery("agentsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The worker's tasks live in `execution` (not a Django app, so named here).
+app.autodiscover_tasks(["execution"])

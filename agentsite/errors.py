@@ -36,3 +36,13 @@ class Conflict(ServiceError):
 
 class Gone(ServiceError):
     status, code = 410, "expired"
+
+
+def pydantic_fields(err: Any, *, root: str = "body") -> dict[str, list[str]]:
+    """A pydantic ``ValidationError`` as ``{dotted.field: [messages]}`` (the ``fields`` of
+    every error answer); problems of the whole object go under ``root``."""
+    fields: dict[str, list[str]] = {}
+    for item in err.errors():
+        key = ".".join(str(part) for part in item["loc"]) or root
+        fields.setdefault(key, []).append(item["msg"])
+    return fields

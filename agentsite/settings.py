@@ -178,20 +178,20 @@ CELERY_TASK_ALWAYS_EAGER = False
 # --- Events (django-eventstream over Redis) -----------------------------------
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
 # django-eventstream's RedisStorage, reading stored events with one MGET per batch.
-EVENTSTREAM_STORAGE_CLASS = "runs.event_storage.BatchedRedisStorage"
+EVENTSTREAM_STORAGE_CLASS = "streams.storage.BatchedRedisStorage"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
-EVENTSTREAM_CHANNELMANAGER_CLASS = "runs.event_channels.ChannelManager"
+EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"
 
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents; each is imported once by the registry.
 AGENTSITE_AGENT_MODULES = env_list(
     "AGENTSITE_AGENT_MODULES",
-    ["runs.agents.dev", "runs.agents.showcase", "runs.agents.approvals", "runs.agents.tasklist",
-     "runs.agents.assistant", "runs.agents.stock"]
+    ["agents.dev", "agents.showcase", "agents.approvals", "agents.tasklist", "agents.assistant",
+     "agents.stock"]
 )
 # Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
-# anthropic:…, ollama:…); empty → the built-in offline model (runs/chat_model.py).
+# anthropic:…, ollama:…); empty → the built-in offline model (agents/chat_model.py).
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)

@@ -4,7 +4,7 @@ Why: under ASGI every sync-only middleware step is a thread hop (``sync_to_async
 in each direction, on every request; with our seven middlewares that is a fixed
 cost of several milliseconds per AG-UI request (5 requests per `dev` run). The
 AG-UI views are async, authenticate themselves (``Authorization: Token`` or the
-session cookie with DRF's CSRF check — ``runs.agui_views._authenticate``) and
+session cookie with DRF's CSRF check — ``agui.views._authenticate``) and
 answer JSON or SSE, so sessions-as-middleware, messages, clickjacking and
 common-redirect middlewares have nothing to do there. URL routing, signals and
 exception handling are still Django's.

@@ -1,4 +1,8 @@
-"""AG-UI 1.0 events for runs, built with ag-ui-protocol's own classes.
+"""AG-UI 1.0 event constructors, built with ag-ui-protocol's own classes: every AG-UI
+event object the product sends is made here.
+
+Which events close a segment, for each run status, is ``agui.outcomes``; how the
+graph's stream becomes events is ``agui.mapper``.
 
 Why our own mapping and not ag-ui-langgraph's: that package drives the graph in
 the web process and keeps the run in memory; here the graph runs in a Celery
@@ -13,7 +17,6 @@ from typing import Any
 
 from ag_ui.core import (
     AssistantMessage,
-    BaseEvent,
     Interrupt,
     MessagesSnapshotEvent,
     RunErrorEvent,
@@ -23,6 +26,15 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
     UserMessage,
 )
 from langchain_core.load import dumpd
@@ -37,14 +49,47 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def to_wire(event: BaseEvent) -> dict[str, Any]:
-    """The event as the camelCase JSON object the EventEncoder writes after ``data:``."""
-    return event.model_dump(mode="json", by_alias=True)
-
-
 def run_started(*, thread_id: str, run_id: str) -> RunStartedEvent:
     return RunStartedEvent(thread_id=thread_id, run_id=run_id,
                            protocol_version=PROTOCOL_VERSION, timestamp=now_ms())
+
+
+def step_started(name: str) -> StepStartedEvent:
+    return StepStartedEvent(step_name=name, timestamp=now_ms())
+
+
+def step_finished(name: str) -> StepFinishedEvent:
+    return StepFinishedEvent(step_name=name, timestamp=now_ms())
+
+
+def text_start(message_id: str) -> TextMessageStartEvent:
+    return TextMessageStartEvent(message_id=message_id, role="assistant", timestamp=now_ms())
+
+
+def text_content(message_id: str, delta: str) -> TextMessageContentEvent:
+    return TextMessageContentEvent(message_id=message_id, delta=delta, timestamp=now_ms())
+
+
+def text_end(message_id: str) -> TextMessageEndEvent:
+    return TextMessageEndEvent(message_id=message_id, timestamp=now_ms())
+
+
+def tool_call_start(call_id: str, name: str, parent_message_id: str) -> ToolCallStartEvent:
+    return ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name,
+                              parent_message_id=parent_message_id, timestamp=now_ms())
+
+
+def tool_call_args(call_id: str, delta: str) -> ToolCallArgsEvent:
+    return ToolCallArgsEvent(tool_call_id=call_id, delta=delta, timestamp=now_ms())
+
+
+def tool_call_end(call_id: str) -> ToolCallEndEvent:
+    return ToolCallEndEvent(tool_call_id=call_id, timestamp=now_ms())
+
+
+def tool_call_result(message_id: str, call_id: str, content: str) -> ToolCallResultEvent:
+    return ToolCallResultEvent(message_id=message_id, tool_call_id=call_id, content=content,
+                               role="tool", timestamp=now_ms())
 
 
 def interrupt_reason(request: dict[str, Any]) -> str:
@@ -120,3 +165,8 @@ def json_state(values: dict[str, Any]) -> dict[str, Any]:
 
 def state_snapshot(values: dict[str, Any]) -> StateSnapshotEvent:
     return StateSnapshotEvent(snapshot=json_state(values), timestamp=now_ms())
+
+
+def state_without_messages(values: dict[str, Any]) -> dict[str, Any]:
+    """Graph state as STATE_SNAPSHOT carries it: messages travel in MESSAGES_SNAPSHOT."""
+    return json_state({k: v for k, v in values.items() if k != "messages"})

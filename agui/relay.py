@@ -1,38 +1,33 @@
 """Relay one run's published AG-UI events from Redis to an HTTP response.
 
-The worker publishes every event twice (``runs.publish``): stored under
-``event:<channel>:<id>`` (ids from ``event_counter:<channel>``) and fanned out on
-the pub/sub channel ``events_channel``. A relay listens first (one shared
-subscription per process), then reads the stored events it missed, then follows
-pub/sub; ids dedupe the overlap and a hole in the live ids is filled from the
-store. Nothing here touches Postgres: callers pass a short ``check_status``
-callback for the watchdog.
+The worker publishes every event twice (``streams.publish``): stored under its id in
+the event store and fanned out on pub/sub. A relay listens first (the process's one
+pub/sub reader, ``streams.pubsub``), then reads the stored events it missed, then
+follows pub/sub; ids dedupe the overlap and a hole in the live ids is filled from the
+store. Nothing here touches Postgres: callers pass a short ``check_status`` callback
+for the watchdog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import redis.asyncio as aioredis
 from ag_ui.core import BaseEvent, Event
-from django.conf import settings
 from pydantic import TypeAdapter
 
-from runs.publish import run_channel
+from runs.models import AgentRun
+from streams.keys import counter_key, event_key, run_channel
+from streams.pubsub import reader
 
-log = logging.getLogger(__name__)
 _event_adapter: TypeAdapter[Any] = TypeAdapter(Event)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
-# Run statuses during which a worker will still publish on the run's channel.
-LIVE_STATUSES = ("queued", "running", "resuming")
 KEEPALIVE = object()  # yielded when the stream should send an SSE comment
+CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
 
 
 def parse_event(data: Any) -> BaseEvent:
@@ -40,85 +35,40 @@ def parse_event(data: Any) -> BaseEvent:
     return _event_adapter.validate_python(json.loads(data) if isinstance(data, str) else data)
 
 
-class _Hub:
-    """One pub/sub subscription and one store client per process (event loop), shared by
-    every open relay: a stream costs a queue, not a Redis connection."""
-
-    def __init__(self) -> None:
-        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS)
-        self.queues: dict[str, set[asyncio.Queue]] = {}
-        self.listener: asyncio.Task | None = None
-        self.ready = asyncio.Event()
-
-    async def subscribed(self) -> None:
-        if self.listener is None or self.listener.done():
-            self.ready.clear()
-            self.listener = asyncio.get_running_loop().create_task(self._listen())
-        await self.ready.wait()
-
-    async def _listen(self) -> None:
-        pubsub = self.client.pubsub(ignore_subscribe_messages=True)
-        try:
-            await pubsub.subscribe("events_channel")
-            self.ready.set()
-            while True:
-                message = await pubsub.get_message(timeout=30.0)
-                if not message or message.get("type") != "message":
-                    continue
-                body = json.loads(message["data"])
-                for queue in self.queues.get(body.get("channel"), ()):
-                    queue.put_nowait(body)
-        except Exception:  # noqa: BLE001 - relays fall back to the store; next stream resubscribes
-            log.exception("AG-UI relay: pub/sub listener stopped")
-        finally:
-            self.ready.set()  # never leave a waiter hanging; it reads the store instead
-            try:
-                await pubsub.aclose()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Hub] = weakref.WeakKeyDictionary()
-
-
-def _hub() -> _Hub:
-    loop = asyncio.get_running_loop()
-    hub = _hubs.get(loop)
-    if hub is None:
-        hub = _hubs[loop] = _Hub()
-    return hub
-
-
 class RunEvents:
     """Stored and live events of one run channel, in id order, each exactly once."""
 
     def __init__(self, run_id: object) -> None:
         self.channel = run_channel(run_id)
-        self.hub = _hub()
-        self.client = self.hub.client
+        self.reader = reader()
+        self.client = self.reader.client
         self.queue: asyncio.Queue = asyncio.Queue()
+
+    # The reader's listener interface (streams.pubsub.Listener).
+    def on_message(self, body: dict[str, Any]) -> None:
+        if body.get("channel") == self.channel:
+            self.queue.put_nowait(body)
+
+    def on_subscribed(self) -> None:
+        self.queue.put_nowait(CATCH_UP)
 
     async def __aenter__(self) -> RunEvents:
         # Listen before anything is read from the store, so no event falls between.
-        self.hub.queues.setdefault(self.channel, set()).add(self.queue)
-        await self.hub.subscribed()
+        self.reader.add(self)
+        await self.reader.subscribed()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        queues = self.hub.queues.get(self.channel)
-        if queues is not None:
-            queues.discard(self.queue)
-            if not queues:
-                del self.hub.queues[self.channel]
+        self.reader.discard(self)
 
     async def counter(self) -> int:
-        return int(await self.client.get(f"event_counter:{self.channel}") or 0)
+        return int(await self.client.get(counter_key(self.channel)) or 0)
 
     async def stored(self, first: int, last: int) -> list[tuple[int, BaseEvent]]:
         """Stored events with ids first..last (expired ones are skipped)."""
         if last < first:
             return []
-        keys = [f"event:{self.channel}:{i}" for i in range(first, last + 1)]
+        keys = [event_key(self.channel, i) for i in range(first, last + 1)]
         out = []
         for event_id, raw in zip(range(first, last + 1), await self.client.mget(keys),
                                  strict=True):
@@ -150,6 +100,11 @@ class RunEvents:
                     yield item
                 yield None
                 continue
+            if body is CATCH_UP:
+                for item in await self.stored(last + 1, await self.counter()):
+                    last = item[0]
+                    yield item
+                continue
             event_id = int(body["pub_id"])
             if event_id <= last:
                 continue
@@ -162,7 +117,7 @@ class RunEvents:
             yield event_id, parse_event(body["data"])
 
 
-async def segment(events: RunEvents, *, after: int,
+async def relay_segment(events: RunEvents, *, after: int,
                   check_status: Callable[[], Awaitable[str | None]],
                   started: Callable[[], BaseEvent],
                   lost: Callable[[str], BaseEvent]) -> AsyncIterator[Any]:
@@ -181,7 +136,7 @@ async def segment(events: RunEvents, *, after: int,
             continue
         if item is None:
             status = await check_status()
-            strikes = strikes + 1 if status not in LIVE_STATUSES else 0
+            strikes = strikes + 1 if status not in AgentRun.LIVE else 0
             if strikes >= 2:
                 if not open_run:
                     yield started()

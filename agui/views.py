@@ -1,8 +1,8 @@
 """AG-UI 1.0 over HTTP: ``POST /agui/<agent>/`` (run / resume) and ``.../connect/``.
 
 The graph never runs here. A run request calls the same services as every other
-surface (``run_start``, ``decisions_submit``), then relays that segment's events
-from Redis (``runs.agui_relay``) as ``text/event-stream`` written by
+surface (``run_start``, ``interrupts_decide``), then relays that segment's events
+from Redis (``agui.relay``) as ``text/event-stream`` written by
 ag-ui-protocol's ``EventEncoder``, and ends after its RUN_FINISHED / RUN_ERROR.
 The worker never depends on this connection: a slow or vanished client only
 loses its own stream.
@@ -14,7 +14,7 @@ the locked decision service; its interrupt mapping (``lg_interrupt_to_agui``) pu
 the payload under ``metadata.langgraph.raw``, defaults ``reason`` to
 ``langgraph:interrupt`` and has no response schema unless the payload carries one,
 where our contract is ``metadata`` = the request, ``reason`` confirmation /
-input_required and a schema from ``hitl.kinds`` (see ``runs/agui.py``). What we
+input_required and a schema from ``hitl.kinds`` (see ``agui/events.py``). What we
 reuse is ag-ui-protocol's classes and encoder; ``bench/agui_peer.py`` runs that
 package's endpoint as the yardstick.
 
@@ -35,7 +35,6 @@ from typing import Any
 from ag_ui.core import BaseEvent, RunAgentInput, RunFinishedEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from asgiref.sync import sync_to_async
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -44,10 +43,20 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
-from agentsite.errors import Conflict, NotFound, ServiceError
-from runs import agui, registry, services
-from runs.agui_relay import KEEPALIVE, LIVE_STATUSES, RunEvents, segment
+from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
+from agui import outcomes
+from agui.events import run_error, run_started, state_without_messages
+from agui.relay import KEEPALIVE, RunEvents, relay_segment
+from execution import graphs
+from hitl.models import AgentInterrupt
+from hitl.selectors import can_decide
+from hitl.services import Answer, interrupts_decide
+from runs import registry
 from runs.models import AgentRun, Conversation
+from runs.services import run_start
+from streams.db import release_db_connections
+from streams.keys import counter_key, run_channel
+from streams.publish import redis_client
 
 # Client thread ids that are not UUIDs map to a stable UUID (our conversation ids are UUIDs).
 THREAD_NAMESPACE = uuid.UUID("5b0f3c57-6d0e-4b7e-9a39-5e3bd6a0a9a1")
@@ -87,7 +96,7 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         finally:
-            connection.close()  # with Django's pool: back to the pool, not held by the stream
+            release_db_connections()  # back to the pool, not held by the stream
 
     return sync_to_async(run, thread_sensitive=False)
 
@@ -95,7 +104,7 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
 def _authenticate(request: HttpRequest) -> Any:
     """The API's authentication (token or session + CSRF); anonymous → 401."""
     if not hasattr(request, "session"):
-        # Served without middleware (runs/agui_asgi.py): load the session ourselves,
+        # Served without middleware (agui/asgi.py): load the session ourselves,
         # only when a session cookie is sent, so session auth works as on /api/.
         from django.conf import settings
         from django.contrib.auth import get_user
@@ -127,9 +136,7 @@ def _parse(model: type[BaseModel], raw: bytes) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        fields: dict[str, list[str]] = {}
-        for e in err.errors():
-            fields.setdefault(".".join(str(p) for p in e["loc"]) or "body", []).append(e["msg"])
+        fields = pydantic_fields(err)
         raise ApiError(422, "invalid", "invalid RunAgentInput: " + ", ".join(
             f"{k}: {v[0]}" for k, v in fields.items()), fields=fields) from None
 
@@ -156,15 +163,10 @@ class Plan:
 
 
 def _channel_counter(run_id: object) -> int:
-    from runs.publish import _redis, run_channel
-
-    return int(_redis().get(f"event_counter:{run_channel(run_id)}") or 0)
+    return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    from hitl.models import AgentInterrupt
-    from hitl.services import ResumeEntry, decisions_submit
-
     user = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
@@ -184,22 +186,22 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
             run_id = run_ids.pop()
             # Read before the decision commits: the resumed segment's events come after.
             after = _channel_counter(run_id)
-            run = decisions_submit(actor=user, run_id=run_id, entries=[
-                ResumeEntry(interrupt_id=e.interrupt_id, status=e.status, payload=e.payload)
+            run = interrupts_decide(actor=user, run_id=run_id, surface="agui", answers=[
+                Answer(interrupt_id=e.interrupt_id, status=e.status, payload=e.payload)
                 for e in body.resume])
             plan = Plan(run_id=str(run_id), after=after, client_thread_id=body.thread_id,
                         client_run_id=body.run_id)
             if run.status == AgentRun.Status.PAUSED:
                 # Some interrupts are still open: nothing resumes; say which.
                 ids = {"thread_id": body.thread_id, "run_id": body.run_id}
-                plan.prelude = [agui.run_started(**ids), _finished_interrupt(run, ids)]
+                plan.prelude = [run_started(**ids), outcomes.closing(run, **ids)]
                 plan.live = False
             return plan
         props = body.forwarded_props if isinstance(body.forwarded_props, dict) else {}
         agent_input = props.get("input") if isinstance(props.get("input"), dict) else None
-        run = services.run_start(owner=user, agent=agent, input=agent_input,
-                                 message=_last_user_text(body), thread_id=str(tid),
-                                 create_thread=True)
+        run = run_start(owner=user, agent=agent, input=agent_input,
+                        message=_last_user_text(body), thread_id=str(tid),
+                        create_thread=True, surface="agui")
     except ServiceError as err:
         if err.code == "thread_busy" and err.extra.get("pending_interrupt_ids"):
             ids = err.extra["pending_interrupt_ids"]
@@ -221,62 +223,34 @@ class ConnectInput(BaseModel):
 
 
 def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    from hitl.services import DECIDE_PERMISSION
-
     user = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: ConnectInput = _parse(ConnectInput, raw)
     conversation = Conversation.objects.filter(pk=thread_uuid(body.thread_id),
                                                agent=agent).first()
-    if conversation is None or (conversation.owner_id != user.pk
-                                and not user.has_perm(DECIDE_PERMISSION)):
+    if conversation is None or not can_decide(user, conversation):
         # Same answer for "not there" and "not yours": thread ids are not disclosed.
         raise ApiError(404, "unknown_thread", f"thread {body.thread_id!r} not found")
     client_run_id = body.run_id or str(uuid.uuid4())
     run = conversation.runs.order_by("-created_at").first()
-    if run is not None and run.status in LIVE_STATUSES:
+    if run is not None and run.status in AgentRun.LIVE:
         return Plan(run_id=str(run.id), after=-1, client_thread_id=body.thread_id,
                     client_run_id=client_run_id)
-
     # Not live: rebuild from the checkpoint (state) and the business tables (the rest).
-    ids = {"thread_id": body.thread_id, "run_id": client_run_id}
-    events: list[BaseEvent] = [agui.run_started(**ids),
-                               agui.messages_snapshot(list(conversation.messages.all())),
-                               agui.state_snapshot(_checkpoint_state(conversation))]
-    if run is None:
-        events.append(agui.run_finished_success(**ids, result=None))
-    elif run.status == AgentRun.Status.PAUSED:
-        events.append(_finished_interrupt(run, ids))
-    elif run.status == AgentRun.Status.CANCELLED:
-        events.append(agui.run_finished_cancelled(**ids))
-    elif run.status == AgentRun.Status.FAILED:
-        events.append(agui.run_error(message=run.error or "run failed", code="run_failed"))
-    else:
-        events.append(agui.run_finished_success(
-            **ids, result={"status": run.status, "result": run.result}))
+    events = outcomes.rebuilt(run, thread_id=body.thread_id, run_id=client_run_id,
+                              messages=list(conversation.messages.all()),
+                              state=_checkpoint_state(conversation))
     return Plan(run_id=str(run.id) if run else "", after=0, client_thread_id=body.thread_id,
                 client_run_id=client_run_id, prelude=events, live=False)
-
-
-def _finished_interrupt(run: AgentRun, ids: dict[str, str]) -> BaseEvent:
-    from hitl.models import AgentInterrupt
-
-    pending = run.interrupts.filter(status=AgentInterrupt.Status.PENDING).order_by("id")
-    return agui.run_finished_interrupt(**ids, interrupts=[
-        agui.interrupt_model(interrupt_id=i.interrupt_id, request=i.request,
-                             expires_at=i.expires_at.isoformat() if i.expires_at else None)
-        for i in pending])
 
 
 def _checkpoint_state(conversation: Conversation) -> dict[str, Any]:
     if registry.get(conversation.agent) is None:
         return {}
-    graph = registry.compiled(conversation.agent)
+    graph = graphs.compiled(conversation.agent)
     snapshot = graph.get_state({"configurable": {"thread_id": conversation.thread_id}})
-    values = dict(snapshot.values or {})
-    # As the worker publishes it: messages travel in MESSAGES_SNAPSHOT, not in state.
-    return agui.json_state({k: v for k, v in values.items() if k != "messages"})
+    return state_without_messages(dict(snapshot.values or {}))
 
 
 def _run_status(run_id: str) -> str | None:
@@ -311,10 +285,10 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
     ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
     async with RunEvents(plan.run_id) as events:
         after = plan.after if plan.after >= 0 else await _live_start(events)
-        async for item in segment(
+        async for item in relay_segment(
                 events, after=after, check_status=lambda: check(plan.run_id),
-                started=lambda: agui.run_started(**ids),
-                lost=lambda status: agui.run_error(
+                started=lambda: run_started(**ids),
+                lost=lambda status: run_error(
                     message=f"run is {status} and its events are gone", code="events_lost")):
             if item is KEEPALIVE:
                 yield ": keepalive\n\n"

@@ -10,10 +10,11 @@ from rest_framework.response import Response
 
 from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
-from hitl import services
+from api.params import choice_param
+from api.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
 from hitl.models import AgentInterrupt
-from runs.api import choice_param
-from runs.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
+from hitl.selectors import decidable_interrupts
+from hitl.services import interrupt_decide
 
 
 @extend_schema_view(
@@ -28,7 +29,7 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     queryset = AgentInterrupt.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
-        qs = services.decidable_interrupts(self.request.user).select_related("run", "decided_by")
+        qs = decidable_interrupts(self.request.user).select_related("run", "decided_by")
         if self.action == "list":
             wanted = choice_param(self.request, "status", list(AgentInterrupt.Status.values))
             if wanted:
@@ -44,8 +45,8 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         interrupt = self.get_object()
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = services.decision_submit(actor=request.user, run_id=interrupt.run_id,
-                                       interrupt_id=interrupt.interrupt_id,
-                                       payload=body.validated_data["payload"],
-                                       status=body.validated_data["status"])
+        run = interrupt_decide(actor=request.user, run_id=interrupt.run_id,
+                               interrupt_id=interrupt.interrupt_id,
+                               payload=body.validated_data["payload"],
+                               status=body.validated_data["status"], surface="api")
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

@@ -6,18 +6,14 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
-from hitl import services as hitl_services
-from hitl.models import AgentInterrupt
-from runs import chat_model, registry, services
-from runs.models import AgentRun, Conversation
-from runs.serializers import (
+from api.params import choice_param
+from api.serializers import (
     AgentSerializer,
     ConversationMessagesSerializer,
     ConversationSerializer,
@@ -27,22 +23,22 @@ from runs.serializers import (
     RunCreateSerializer,
     RunSerializer,
 )
-
-
-def choice_param(request: Request, name: str, choices: list[str]) -> str | None:
-    value = request.query_params.get(name)
-    if value and value not in choices:
-        raise ValidationError({name: [f"{value!r} is not one of {choices}"]})
-    return value or None
+from execution.lifecycle import run_cancel
+from hitl.models import AgentInterrupt
+from hitl.selectors import decidable_runs, pending_interrupts
+from hitl.services import Answer, interrupts_decide
+from runs import registry
+from runs.models import AgentRun, Conversation
+from runs.services import run_start
 
 
 class AgentListView(APIView):
     @extend_schema(responses={200: AgentSerializer(many=True), **errors(401)})
     def get(self, request: Request) -> Response:
-        model = chat_model.model_name()  # which chat model serves the agents (UI shows it)
+        model = registry.model_name()  # which chat model serves the agents (UI shows it)
         data = [{"name": a.name, "version": a.version, "description": a.description,
                  "input_schema": a.input_schema(), "model": model,
-                 "offline_model": model == chat_model.OFFLINE_NAME}
+                 "offline_model": model == registry.OFFLINE_MODEL}
                 for a in registry.all_agents()]
         return Response(AgentSerializer(data, many=True).data)
 
@@ -59,8 +55,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     queryset = AgentRun.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
-        qs = (AgentRun.objects.filter(owner=self.request.user)
-              .select_related("owner")
+        qs = (self._runs().select_related("owner")
               .prefetch_related(Prefetch("interrupts", queryset=AgentInterrupt.objects
                                          .select_related("decided_by"))))
         if self.action == "list":
@@ -71,6 +66,13 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             if agent:
                 qs = qs.filter(agent=agent)
         return qs
+
+    def _runs(self):
+        # Lists and reads show the user's own runs; answering and cancelling reach every
+        # run the user may decide (a reviewer's answer is re-read through that set).
+        if self.action in ("list", "retrieve"):
+            return AgentRun.objects.filter(owner=self.request.user)
+        return decidable_runs(self.request.user)
 
     def _fresh(self, run: AgentRun) -> dict:
         return RunSerializer(self.get_queryset().get(pk=run.pk)).data
@@ -83,8 +85,8 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         body.is_valid(raise_exception=True)
         data = body.validated_data
         thread_id = str(data["thread_id"]) if data.get("thread_id") else None
-        run = services.run_start(owner=request.user, agent=data["agent"], input=data["input"],
-                                 message=data["message"], thread_id=thread_id)
+        run = run_start(owner=request.user, agent=data["agent"], input=data["input"],
+                        message=data["message"], thread_id=thread_id, surface="api")
         return Response(self._fresh(run), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResumeSerializer, parameters=[IDEMPOTENCY_KEY],
@@ -97,17 +99,16 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         body.is_valid(raise_exception=True)
         data = body.validated_data
         if "resume" in data:
-            entries = [hitl_services.ResumeEntry(**entry) for entry in data["resume"]]
+            answers = [Answer(**entry) for entry in data["resume"]]
         else:
-            entries = [hitl_services.ResumeEntry(interrupt_id=data["interrupt_id"],
-                                                 payload=data["payload"])]
-        run = hitl_services.decisions_submit(actor=request.user, run_id=pk, entries=entries)
+            answers = [Answer(interrupt_id=data["interrupt_id"], payload=data["payload"])]
+        run = interrupts_decide(actor=request.user, run_id=pk, answers=answers, surface="api")
         return Response(self._fresh(run), status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: RunSerializer, **errors(401, 403, 404, 409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
-        run = services.run_cancel(actor=request.user, run_id=pk)
+        run = run_cancel(actor=request.user, run_id=pk, surface="api")
         return Response(self._fresh(run))
 
 
@@ -133,8 +134,7 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def messages(self, request: Request, pk: str) -> Response:
         conversation = self.get_object()
         active = conversation.runs.filter(status__in=AgentRun.ACTIVE).first()
-        pending = (active.interrupts.filter(status=AgentInterrupt.Status.PENDING).first()
-                   if active else None)
+        pending = pending_interrupts(active).first() if active else None
         messages = conversation.messages.all()
         return Response({
             "messages": MessageSerializer(messages, many=True).data,

@@ -5,8 +5,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agui.events import interrupt_reason
+from hitl.kinds import response_schema
 from hitl.models import AgentInterrupt
-from runs import agui
 from runs.models import AgentRun
 
 
@@ -26,12 +27,10 @@ class InterruptSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_reason(self, obj: AgentInterrupt) -> str:
-        return agui.interrupt_reason(obj.request)
+        return interrupt_reason(obj.request)
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_response_schema(self, obj: AgentInterrupt) -> dict[str, Any]:
-        from hitl.kinds import response_schema
-
         return response_schema(obj.request)
 
 
@@ -104,14 +103,6 @@ class AgentSerializer(serializers.Serializer):
                                             "string such as 'openai:gpt-4o-mini', or 'offline'")
     offline_model = serializers.BooleanField(help_text="true when the built-in offline model "
                                                        "serves (no AGENT_MODEL set)")
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The one error shape of the API."""
-
-    code = serializers.CharField(help_text="machine-readable, e.g. not_pending, version_mismatch")
-    detail = serializers.CharField(help_text="what is wrong, for people")
-    fields = serializers.DictField(required=False, help_text="per-field problems")
 
 
 class MessageSerializer(serializers.Serializer):

@@ -1,25 +1,18 @@
-"""Start a web server (uvicorn) and a Celery worker for a benchmark, on the configured DB."""
+"""Start a web server (uvicorn) and a Celery worker for a benchmark, on the configured DB.
+
+The processes are started the way the test suite starts them (``agentsite.processes``).
+"""
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
+from agentsite.processes import ROOT, Process, free_port, healthy, web_process, worker_process
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["ROOT", "Stack", "free_port", "percentile", "report", "wait_healthy"]
 
 
 class Stack:
@@ -33,47 +26,28 @@ class Stack:
                     "AGENTSITE_EMBEDDED": os.environ.get("AGENTSITE_EMBEDDED", "0")}
         self.queue, self.concurrency = queue, concurrency
         self.logs = Path(tempfile.mkdtemp(prefix="agentsite-bench-"))
-        self.procs: list[subprocess.Popen] = []
-
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
-        log = open(self.logs / f"{name}.log", "w")
-        proc = subprocess.Popen(argv, env=self.env, cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        self.procs.append(proc)
-        return proc
+        self.procs: list[Process] = []
 
     def __enter__(self) -> Stack:
-        py = sys.executable
-        self._spawn("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "-Q", self.queue,
-                               "--concurrency", str(self.concurrency), "--loglevel", "WARNING",
-                               "--without-mingle", "--without-gossip"])
-        self._spawn("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
-                            "127.0.0.1", "--port", str(self.port), "--no-access-log",
-                            "--log-level", "warning"])
-        wait_healthy(self.base_url, self.logs)
+        self.procs = [
+            worker_process(self.queue, self.env, self.logs, concurrency=self.concurrency,
+                           loglevel="WARNING"),
+            web_process(self.port, self.env, self.logs, log_level="warning"),
+        ]
+        for proc in self.procs:
+            proc.start()
         time.sleep(2)  # let the worker connect to the broker
         return self
 
     def __exit__(self, *exc: object) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+            proc.stop()
 
 
 def wait_healthy(base_url: str, logs: Path, timeout: float = 60) -> None:
     """Wait until a web server we started answers /healthz."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+    while not healthy(base_url):
         if time.monotonic() > deadline:
             raise RuntimeError(f"web server at {base_url} did not start; logs in {logs}")
         time.sleep(0.1)

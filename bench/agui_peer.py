@@ -5,7 +5,7 @@ an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
 - ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → Celery
   worker runs the graph on PostgresSaver → events via Redis → relayed to the client.
 - peer: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``) serving
-  the same graph (``runs.agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in its
+  the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in its
   own uvicorn process, on the same database. Needs the bench extra (``make bench``).
 - peer, schema cached: the same, except that the graph's JSON-schema keys are computed
   once instead of on every request (stock ag-ui-langgraph 0.0.47 spends most of a
@@ -45,7 +45,7 @@ ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "trac
 
 
 def peer_graph():
-    """``runs.agents.dev.build()`` node for node, on a ``typing_extensions.TypedDict`` state:
+    """``agents.dev.build()`` node for node, on a ``typing_extensions.TypedDict`` state:
     ag-ui-langgraph builds a pydantic schema from the state, which rejects ``typing.TypedDict``
     on Python 3.11."""
     from typing import get_type_hints
@@ -53,7 +53,7 @@ def peer_graph():
     from langgraph.graph import StateGraph
     from typing_extensions import TypedDict
 
-    from runs.agents import dev
+    from agents import dev
 
     state = TypedDict("DevState", get_type_hints(dev.DevState, include_extras=True),
                       total=False)
@@ -75,7 +75,7 @@ def serve_peer(port: int) -> None:
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    from runs.checkpointer import conninfo
+    from execution.checkpointer import conninfo
 
     dsn = conninfo()
     holder: dict[str, Any] = {}

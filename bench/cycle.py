@@ -34,9 +34,9 @@ from django.core.management import call_command  # noqa: E402
 from langgraph.types import Command  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
+from agents import dev  # noqa: E402
 from bench._services import Stack, report  # noqa: E402
-from runs.agents import dev  # noqa: E402
-from runs.checkpointer import get_checkpointer  # noqa: E402
+from execution.checkpointer import get_checkpointer  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]

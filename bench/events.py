@@ -42,7 +42,7 @@ from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from bench._services import Stack, free_port, percentile, wait_healthy  # noqa: E402
-from runs.publish import publish  # noqa: E402
+from streams.publish import publish  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]

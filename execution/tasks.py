@@ -9,7 +9,8 @@ from celery import shared_task
 from celery.signals import worker_process_init
 from django.db import OperationalError, close_old_connections
 
-from runs import executor, registry, services
+from execution import executor, graphs, lifecycle
+from runs.services import EXECUTE_TASK
 
 log = logging.getLogger(__name__)
 
@@ -20,19 +21,19 @@ TRANSIENT = (OperationalError, psycopg.OperationalError, ConnectionError)
 @worker_process_init.connect
 def _fresh_process(**_: object) -> None:
     # A forked child must not reuse the parent's pooled connections.
-    from runs.checkpointer import close_checkpointer
+    from execution.checkpointer import close_checkpointer
 
-    registry.reset_compiled()
+    graphs.reset_compiled()
     close_checkpointer()
 
 
-@shared_task(bind=True, acks_late=True, max_retries=3, default_retry_delay=2)
+@shared_task(name=EXECUTE_TASK, bind=True, acks_late=True, max_retries=3, default_retry_delay=2)
 def run_execute(self, run_id: str, segments_done: int | None = None) -> None:
     close_old_connections()
     delivery = self.request.delivery_info or {}
     redelivered = bool(delivery.get("redelivered")) or self.request.retries > 0
     try:
-        segment = services.run_claim(run_id=run_id, segments_done=segments_done,
+        segment = lifecycle.run_claim(run_id=run_id, segments_done=segments_done,
                                      redelivered=redelivered)
         if segment is None:
             return
@@ -41,10 +42,10 @@ def run_execute(self, run_id: str, segments_done: int | None = None) -> None:
         if self.request.retries < self.max_retries:
             log.warning("run %s: transient failure, retrying: %s", run_id, exc)
             raise self.retry(exc=exc) from exc
-        services.run_fail(run_id=run_id, error=f"infrastructure failure: {exc}",
+        lifecycle.run_fail(run_id=run_id, error=f"infrastructure failure: {exc}",
                           code="infrastructure_error")
     except Exception as exc:
         log.exception("run %s failed", run_id)
-        services.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+        lifecycle.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
     finally:
         close_old_connections()

@@ -1,4 +1,5 @@
-"""``hitl_*`` helpers: thin wrappers over LangGraph ``interrupt()`` inside graph nodes.
+"""Asking a person from a graph node: the ``hitl_*`` helpers, thin wrappers over
+LangGraph ``interrupt()``. This is the API agents use.
 
 Each builds a request payload of one interaction kind (no id: LangGraph assigns
 it), pauses the graph, and on resume returns the validated answer. A node that

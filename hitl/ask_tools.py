@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from langchain_core.tools import tool
 
-from hitl.helpers import hitl_input, hitl_modal, hitl_multi_select, hitl_select
+from hitl.ask import hitl_input, hitl_modal, hitl_multi_select, hitl_select
 
 # The one system-prompt fragment that teaches a model when to ask.
 ASK_TOOLS_SYSTEM_PROMPT = """\

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from hitl.helpers import hitl_review
+from hitl.ask import hitl_review
 
 DECISIONS = ("approve", "edit", "reject", "respond")
 

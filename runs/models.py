@@ -68,7 +68,10 @@ class AgentRun(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+    # Unfinished: at most one per thread.
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING)
+    # A worker owes or does work: it will still publish on the run's channel.
+    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING)
     FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
                 Status.CANCELLED)
 
@@ -127,8 +130,10 @@ class AuditLog(models.Model):
     actor_label = models.CharField(max_length=150, help_text="who acted, kept if the user goes")
     action = models.CharField(max_length=30, choices=Action.choices)
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="audit_log")
-    # The interrupt's LangGraph id (no FK: hitl depends on runs, not the reverse).
+    # The interrupt's LangGraph id (no FK: hitl is the layer above runs).
     interrupt_ref = models.CharField(max_length=64, blank=True, db_index=True)
+    # Where the actor acted: api, agui, page, admin; blank for the worker and the system.
+    surface = models.CharField(max_length=20, blank=True)
     from_status = models.CharField(max_length=20, blank=True)
     to_status = models.CharField(max_length=20, blank=True)
     payload = models.JSONField(null=True, blank=True)

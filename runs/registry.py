@@ -1,6 +1,7 @@
 """Graph registry: every agent has a name, a version, a description and an input schema.
 
-Agents register themselves from the modules listed in settings.AGENTSITE_AGENT_MODULES.
+Agents register themselves from the modules listed in settings.AGENTSITE_AGENT_MODULES;
+the worker compiles them with its checkpointer (``execution.graphs``).
 A run records the version it started with; a resume under a different version is
 refused unless the agent lists the old version in ``compatible_versions``.
 """
@@ -38,14 +39,12 @@ class Agent:
 
 
 _agents: dict[str, Agent] = {}
-_compiled: dict[str, Any] = {}
 _lock = threading.Lock()
 _loaded = False
 
 
 def register(agent: Agent) -> Agent:
     _agents[agent.name] = agent
-    _compiled.pop(agent.name, None)
     return agent
 
 
@@ -69,21 +68,9 @@ def get(name: str) -> Agent | None:
     return _agents.get(name)
 
 
-def compiled(name: str) -> Any:
-    """The agent's graph compiled with this process's Postgres checkpointer."""
-    from runs.checkpointer import get_checkpointer
-
-    _load()
-    graph = _compiled.get(name)
-    if graph is None:
-        with _lock:
-            graph = _compiled.get(name)
-            if graph is None:
-                graph = _agents[name].builder().compile(checkpointer=get_checkpointer())
-                _compiled[name] = graph
-    return graph
+OFFLINE_MODEL = "offline"
 
 
-def reset_compiled() -> None:
-    """Forget compiled graphs (after a fork: their checkpointer pool belongs to the parent)."""
-    _compiled.clear()
+def model_name() -> str:
+    """What serves the agents' chat model: the AGENT_MODEL string, or ``offline``."""
+    return (getattr(settings, "AGENT_MODEL", "") or "").strip() or OFFLINE_MODEL

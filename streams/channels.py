@@ -1,6 +1,6 @@
 """Who may read which event channel: django-eventstream's channel manager for agentsite.
 
-Channels (written by runs/publish.py):
+Channels (written by streams/publish.py, named in streams/keys.py):
 - ``run-<run id>``: the run's AG-UI events — its owner, or a reviewer (may decide any run).
 - ``user-<user id>``: that user's interrupt-queue changes — that user only.
 - ``reviewers``: every user's interrupt-queue changes — reviewers only.
@@ -16,37 +16,23 @@ import time
 import uuid
 from typing import Any
 
-from django.db import connections
 from django_eventstream.channelmanager import ChannelManagerBase
 
-from hitl.services import decidable_runs
-from runs.publish import REVIEWERS_CHANNEL, user_channel
-
-DECIDE_PERMISSION = "hitl.decide_interrupt"
-
-
-def release_db_connections() -> None:
-    """Give this thread's database connections back to the pool.
-
-    A stream's request thread lives as long as the stream, and Django returns its
-    connection only when the request finishes; without this, every open stream would
-    keep one pooled connection and the pool (DB_POOL_MAX) would run dry.
-    """
-    for conn in connections.all(initialized_only=True):
-        if not conn.in_atomic_block:
-            conn.close()
+from hitl.selectors import decidable_runs, is_reviewer
+from streams.db import release_db_connections
+from streams.keys import REVIEWERS_CHANNEL, user_channel
 
 
 def user_stream_channel(user: Any) -> str:
     """The queue channel a user's pages listen to: everything for reviewers, else their own."""
-    return REVIEWERS_CHANNEL if user.has_perm(DECIDE_PERMISSION) else user_channel(user.pk)
+    return REVIEWERS_CHANNEL if is_reviewer(user) else user_channel(user.pk)
 
 
 def may_read(user: Any, channel: str) -> bool:
     if user is None or not user.is_authenticated:
         return False
     if channel == REVIEWERS_CHANNEL:
-        return user.has_perm(DECIDE_PERMISSION)
+        return is_reviewer(user)
     if channel.startswith("user-"):
         return channel == user_channel(user.pk)
     if channel.startswith("run-"):
@@ -54,7 +40,6 @@ def may_read(user: Any, channel: str) -> bool:
             run_id = uuid.UUID(channel.removeprefix("run-"))
         except ValueError:
             return False
-        # Same rule as deciding: own runs, or any run with the decide permission.
         return decidable_runs(user).filter(pk=run_id).exists()
     return False
 

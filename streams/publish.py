@@ -1,7 +1,8 @@
-"""Publishing AG-UI events on a run's channel (django-eventstream over Redis pub/sub).
+"""Publishing events: AG-UI events on a run's channel, queue changes on user channels.
 
-Events are stored in Redis with per-channel ids (so a reconnect with
-Last-Event-ID gets what it missed) and fanned out to every web process.
+Events are stored in Redis with per-channel ids (so a reconnect with Last-Event-ID
+gets what it missed) and fanned out to every web process (django-eventstream's
+formats; names in ``streams.keys``).
 """
 
 from __future__ import annotations
@@ -18,25 +19,25 @@ from django.db import transaction
 from django_eventstream.storage import EVENT_TIMEOUT
 from redis.exceptions import NoScriptError
 
-from runs.agui import to_wire
+from streams.keys import (
+    EVENT_KEY_PREFIX,
+    PUBSUB_CHANNEL,
+    REVIEWERS_CHANNEL,
+    counter_key,
+    run_channel,
+    user_channel,
+)
 
 _local = threading.local()
 
 
-def run_channel(run_id: object) -> str:
-    return f"run-{run_id}"
+def to_wire(event: BaseEvent) -> dict:
+    """The event as the camelCase JSON object the EventEncoder writes after ``data:``."""
+    return event.model_dump(mode="json", by_alias=True)
 
 
-def user_channel(user_id: object) -> str:
-    return f"user-{user_id}"
-
-
-# Queue changes of every user, for reviewers (permission hitl.decide_interrupt), who may
-# decide anyone's interrupts: one channel instead of one subscription per user.
-REVIEWERS_CHANNEL = "reviewers"
-
-
-def _redis() -> redis.Redis:
+def redis_client() -> redis.Redis:
+    """This thread's client of the event store."""
     client = getattr(_local, "redis", None)
     if client is None:
         client = _local.redis = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION)
@@ -58,14 +59,14 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
 # Numbers the batch, stores each event and fans it out, in one round trip (atomic, so
 # ids and publish order agree). Same keys and JSON shapes as django-eventstream.
 _SEND_LUA = """
-local channel, ttl, n = ARGV[1], tonumber(ARGV[2]), #ARGV - 2
+local channel, ttl, prefix, fanout, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], #ARGV - 4
 local last = redis.call('INCRBY', KEYS[1], n)
 for i = 1, n do
   local id = last - n + i
-  local data = ARGV[i + 2]
-  redis.call('SETEX', 'event:' .. channel .. ':' .. id, ttl,
+  local data = ARGV[i + 4]
+  redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
              cjson.encode({type = 'message', data = data}))
-  redis.call('PUBLISH', 'events_channel', cjson.encode(
+  redis.call('PUBLISH', fanout, cjson.encode(
              {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
 end
 return last
@@ -75,7 +76,7 @@ return last
 def _send(batches: dict[str, list[str]]) -> None:
     """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
     ``send_event`` does, in one round trip for all of them."""
-    client = _redis()
+    client = redis_client()
     sha = getattr(_local, "send_sha", None) or _load_send_script(client)
     try:
         _evalsha_all(client, sha, batches)
@@ -93,8 +94,8 @@ def _evalsha_all(client: redis.Redis, sha: str, batches: dict[str, list[str]]) -
     # SCRIPT EXISTS round trip on every execute).
     with client.pipeline(transaction=False) as pipe:
         for channel, payloads in batches.items():
-            pipe.evalsha(sha, 1, f"event_counter:{channel}", channel, EVENT_TIMEOUT * 60,
-                         *payloads)
+            pipe.evalsha(sha, 1, counter_key(channel), channel, EVENT_TIMEOUT * 60,
+                         EVENT_KEY_PREFIX, PUBSUB_CHANNEL, *payloads)
         pipe.execute()
 
 

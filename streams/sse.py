@@ -15,10 +15,11 @@ event formatting (its ``stream()``). Three things are ours, and why:
 - the view: the library's ``events`` view checks access only inside the stream (a 200
   with a ``stream-error`` event) and keeps the request's database connection for the
   life of the stream; ours answers 401/404 first and gives the connection back;
-- the Redis pub/sub reader: the library's subscribes without waiting for the
-  confirmation (the first stream of a process can miss what is published meanwhile)
-  and stops for good when the Redis connection drops. Ours reconnects, and after every
-  (re)subscription makes each open stream re-read the store from its last id;
+- the Redis pub/sub reader (``streams.pubsub``, shared with AG-UI): the library's
+  subscribes without waiting for the confirmation (the first stream of a process can
+  miss what is published meanwhile) and stops for good when the Redis connection drops.
+  Ours reconnects, and after every (re)subscription makes each open stream re-read
+  the store from its last id;
 - ``InOrder``, a filter on what the library's stream writes: it can repeat an event
   or pass pub/sub's order through; ours drops repeats and fills gaps from the store.
 """
@@ -26,13 +27,10 @@ event formatting (its ``stream()``). Three things are ours, and why:
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 from typing import Any
 from urllib.parse import unquote
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.http import StreamingHttpResponse
 from django_eventstream.event import Event
 from django_eventstream.eventrequest import EventRequest
@@ -46,71 +44,52 @@ from django_eventstream.utils import (
 from django_eventstream.views import Listener, ListenerManager, get_listener_manager, stream
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from redis.asyncio import Redis
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
-from runs.event_channels import release_db_connections, user_stream_channel
-from runs.publish import run_channel
+from streams.channels import user_stream_channel
+from streams.db import release_db_connections
+from streams.keys import run_channel
+from streams.pubsub import reader
 
-logger = logging.getLogger(__name__)
-
-PUBSUB_CHANNEL = "events_channel"  # where django-eventstream (and runs.publish) publish
 # Query parameters of django-eventstream meant for a GRIP proxy, which we do not run:
 # ``es-meta`` would name the channels and the user itself, ``recover`` needs the proxy.
 PROXY_PARAMS = ("es-meta", "recover")
 
-_reader: asyncio.Task | None = None
 
 
-def _catch_up_all(manager: ListenerManager) -> None:
-    """Make every open stream re-read the store after its last id (see ``overflow``)."""
-    with manager.lock:
-        listeners = {li for group in manager.listeners_by_channel.values() for li in group}
+class _ToEventstream:
+    """Feeds the process's pub/sub reader into django-eventstream's listener manager."""
+
+    def __init__(self, manager: ListenerManager) -> None:
+        self.manager = manager
+
+    def on_message(self, body: dict[str, Any]) -> None:
+        self.manager.add_to_queues(body["channel"], Event(
+            body["channel"], body["event_type"], body["data"], id=body["pub_id"]))
+
+    def on_subscribed(self) -> None:
+        # Make every open stream re-read the store after its last id (``overflow``).
+        manager = self.manager
+        with manager.lock:
+            listeners = {li for group in manager.listeners_by_channel.values() for li in group}
+            for listener in listeners:
+                listener.overflow = True
         for listener in listeners:
-            listener.overflow = True
-    for listener in listeners:
-        listener.wake_threadsafe()
-
-
-async def _read_pubsub(manager: ListenerManager) -> None:
-    client = Redis(**settings.EVENTSTREAM_REDIS)
-    while True:
-        pubsub = client.pubsub()
-        try:
-            await pubsub.subscribe(PUBSUB_CHANNEL)
-            async for message in pubsub.listen():
-                if message["type"] == "subscribe":
-                    # Anything published before this point is in the store only.
-                    _catch_up_all(manager)
-                elif message["type"] == "message":
-                    item = json.loads(message["data"])
-                    manager.add_to_queues(item["channel"], Event(
-                        item["channel"], item["event_type"], item["data"], id=item["pub_id"]))
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            logger.warning("event pub/sub connection lost; reconnecting", exc_info=True)
-            await asyncio.sleep(0.5)
-        finally:
-            try:
-                await pubsub.aclose()
-            except Exception:  # the connection is already gone
-                pass
+            listener.wake_threadsafe()
 
 
 def ensure_reading() -> None:
-    """Start this process's pub/sub reader once (instead of django-eventstream's own)."""
-    global _reader
+    """Hook this process's pub/sub reader up once (instead of django-eventstream's own)."""
     manager = get_listener_manager()
     with manager.lock:
         if manager.redis_listener_started:
             return
         manager.redis_listener_started = True  # the library then starts none
-    _reader = asyncio.get_running_loop().create_task(_read_pubsub(manager))
+    reader().add(_ToEventstream(manager))
 
 
 class InOrder:

@@ -7,6 +7,8 @@ import json
 from django_eventstream.event import Event
 from django_eventstream.storage import RedisStorage
 
+from streams.keys import event_key
+
 
 class BatchedRedisStorage(RedisStorage):
     """Same keys and semantics; ``get_events`` uses one MGET instead of a GET per event.
@@ -20,7 +22,7 @@ class BatchedRedisStorage(RedisStorage):
         ids = range(last_id + 1, min(last_id + limit, current_id) + 1)
         if not ids:
             return []
-        raws = self.redis.mget([f"event:{channel}:{i}" for i in ids])
+        raws = self.redis.mget([event_key(channel, i) for i in ids])
         events = []
         for event_id, raw in zip(ids, raws, strict=True):
             if raw:  # expired events are skipped, as the library does

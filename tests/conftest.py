@@ -7,14 +7,9 @@ Tests that talk to the worker or the server use committed data (transactional te
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,8 +18,8 @@ from django.db import connection
 
 from agentsite import embedded
 from agentsite.celery import app as celery_app
+from agentsite.processes import free_port, web_process, worker_process
 
-ROOT = Path(__file__).resolve().parent.parent
 QUEUE = f"agentsite-test-{os.getpid()}"
 
 
@@ -44,57 +39,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     embedded.stop_started()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _database_url() -> str:
     d = connection.settings_dict
     auth = d["USER"] + (f":{d['PASSWORD']}" if d["PASSWORD"] else "")
     return f"postgresql://{auth}@{d['HOST']}:{d['PORT']}/{d['NAME']}"
-
-
-class Process:
-    """A child process of ours with its log, started and stopped on demand."""
-
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path,
-                 ready: Callable[[Process], bool]) -> None:
-        self.name, self.argv, self.env, self.ready = name, argv, env, ready
-        self.log_dir = log_dir
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    @property
-    def log_path(self) -> Path:
-        return self.log_dir / f"{self.name}-{self.starts}.log"
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def start(self, timeout: float = 60) -> None:
-        self.starts += 1
-        handle = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.argv, env=self.env, cwd=ROOT, stdout=handle,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while not self.ready(self):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} not ready after {timeout}s:\n{self.log()[-4000:]}")
-            time.sleep(0.1)
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +50,7 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     """Start a Celery worker and a uvicorn server on the test database."""
     celery_app.conf.task_default_queue = QUEUE
     log_dir = tmp_path_factory.mktemp("logs")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
            # Test-only agents with a call log (tests/counting_agents.py), on the offline model.
@@ -110,26 +58,8 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
                                                 "tests.counting_agents",
                                                 "tests.faulty_agents"]),
            "AGENT_MODEL": ""}
-    worker = Process(
-        "worker",
-        [sys.executable, "-m", "celery", "-A", "agentsite", "worker", "-Q", QUEUE,
-         "--concurrency", "2", "--loglevel", "INFO", "--without-mingle", "--without-gossip",
-         "-n", f"test-{uuid.uuid4().hex[:8]}@%h"],
-        env, log_dir, ready=lambda p: " ready." in p.log(),
-    )
-
-    def server_ready(_: Process) -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    web = Process(
-        "web",
-        [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--no-access-log"],
-        env, log_dir, ready=server_ready,
-    )
+    worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")
+    web = web_process(port, env, log_dir)
     with django_db_blocker.unblock():
         worker.start()
         web.start()
@@ -138,7 +68,7 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     finally:
         web.stop()
         worker.stop()
-        from runs.checkpointer import close_checkpointer
+        from execution.checkpointer import close_checkpointer
 
         close_checkpointer()  # its pooled connections would keep the test database open
 

@@ -18,7 +18,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.errors import GraphInterrupt
 from langgraph.graph import StateGraph
 
-from runs.agents import assistant, tasklist
+from agents import assistant, tasklist
 from runs.registry import Agent, register
 
 _redis = redis.Redis(**settings.EVENTSTREAM_REDIS)

@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, ConfigDict
 
-from hitl.helpers import hitl_input
+from hitl.ask import hitl_input
 from runs.registry import Agent, register
 
 

@@ -10,6 +10,8 @@ import httpx
 import redis
 from django.conf import settings
 
+from streams.keys import counter_key, event_key, run_channel
+
 FINAL = {"completed", "rejected", "blocked", "failed", "cancelled"}
 
 
@@ -55,11 +57,11 @@ def answer_and_wait(client: httpx.Client, run: dict[str, Any], payload: Any,
 def published_events(run_id: str) -> list[dict[str, Any]]:
     """The AG-UI events the worker published on the run's channel, in order."""
     r = redis.Redis(**settings.EVENTSTREAM_REDIS)
-    channel = f"run-{run_id}"
-    count = int(r.get(f"event_counter:{channel}") or 0)
+    channel = run_channel(run_id)
+    count = int(r.get(counter_key(channel)) or 0)
     events = []
     for i in range(1, count + 1):
-        raw = r.get(f"event:{channel}:{i}")
+        raw = r.get(event_key(channel, i))
         assert raw is not None, f"event {i} of {channel} missing"
         data = json.loads(raw)["data"]
         events.append(json.loads(data) if isinstance(data, str) else data)

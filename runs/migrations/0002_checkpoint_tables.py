@@ -4,7 +4,7 @@ from django.db import migrations
 
 
 def setup_checkpoint_tables(apps, schema_editor):
-    from runs.checkpointer import setup_checkpoint_tables as setup
+    from execution.checkpointer import setup_checkpoint_tables as setup
 
     setup()
 

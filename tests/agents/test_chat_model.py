@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from langchain_core.messages import AIMessageChunk, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from runs.chat_model import OfflineChatModel, get_chat_model, model_name, offline_skill
+from agents.chat_model import OfflineChatModel, get_chat_model, model_name, offline_skill
 
 
 def test_without_agent_model_the_offline_model_serves(settings):
@@ -42,8 +42,9 @@ def test_offline_model_streams_text_word_by_word():
 
 
 def test_offline_model_calls_tools_and_streams_the_call():
+    from agents import assistant_offline  # noqa: F401 - the assistant's offline policy
+    from agents.knowledge import kb_search
     from hitl.ask_tools import ASK_TOOLS
-    from runs.agents.knowledge import kb_search
 
     model = OfflineChatModel().bind_tools([*ASK_TOOLS, kb_search])
     system = SystemMessage("Knowledge base topics:\n- Password reset\n- Two-factor reset\n")

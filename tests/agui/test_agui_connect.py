@@ -176,8 +176,8 @@ def test_open_streams_hold_no_database_connection(api, live):
 
 def test_connect_mid_segment_replays_from_its_start(api):
     """A segment already under way: connect replays it from its RUN_STARTED, then follows."""
-    from runs import agui
-    from runs.publish import publish
+    from agui import events as agui
+    from streams.publish import publish
 
     client = api("owner")
     body = run_input()

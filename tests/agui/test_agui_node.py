@@ -15,7 +15,7 @@ from runs.models import AgentRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 
 
 def _npm_ci() -> None:

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from runs.checkpointer import get_checkpointer
+from execution.checkpointer import get_checkpointer
 from runs.models import AgentRun, AuditLog
 from tests.helpers import pending, start_run, wait_run
 

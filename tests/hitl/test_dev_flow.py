@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from execution.checkpointer import get_checkpointer
 from hitl.models import AgentInterrupt
-from runs.checkpointer import get_checkpointer
 from runs.models import AgentRun, AuditLog, Message
 from tests.agui_rules import validate_events
 from tests.helpers import answer_and_wait, pending, published_events, start_run, wait_run

@@ -62,8 +62,8 @@ def test_approved_call_runs_as_proposed(api):
 
 
 def test_policy_rejects_unknown_decisions_and_tools():
+    from agents.assistant import TOOLS
     from hitl.tool_approval import ToolApproval, approval_node
-    from runs.agents.assistant import TOOLS
 
     with pytest.raises(ValueError):
         ToolApproval(allowed=("approve", "ignore"))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from django.db import connection
 
-from tests.conftest import Process, _free_port
+from agentsite.processes import free_port, web_process
 from tests.helpers import start_run, wait_run
 from tests.sse_client import SseStream
 
@@ -30,21 +29,12 @@ def backends(app_name: str) -> int:
 @pytest.fixture
 def small_pool_web(live, tmp_path):
     """A second web process with a 3-connection pool, its connections named for counting."""
-    port = _free_port()
+    port = free_port()
     app_name = f"agentsite-sse-test-{os.getpid()}"
     env = {**live["env"], "DB_POOL_MAX": str(POOL_MAX), "DB_POOL_TIMEOUT": "5",
            "PGAPPNAME": app_name}
     base_url = f"http://127.0.0.1:{port}"
-
-    def ready(_: Process) -> bool:
-        try:
-            return httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    web = Process("web-small-pool", [sys.executable, "-m", "uvicorn", "agentsite.asgi:application",
-                                     "--host", "127.0.0.1", "--port", str(port),
-                                     "--no-access-log"], env, tmp_path, ready=ready)
+    web = web_process(port, env, tmp_path)
     web.start()
     try:
         yield {"base_url": base_url, "app_name": app_name, "web": web}

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agentsite.env import env_bool, env_int, parse_database_url, redis_kwargs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _settings_with(**env: str) -> subprocess.CompletedProcess:

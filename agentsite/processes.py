@@ -1,0 +1,99 @@
+"""Starting our own processes (web server, Celery worker) and waiting until they serve.
+
+Shared by the test suite (tests/conftest.py) and the benchmarks (bench/), so both run
+the product the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_argv(queue: str, *, concurrency: int = 2, loglevel: str = "INFO",
+                name: str | None = None) -> list[str]:
+    argv = [sys.executable, "-m", "celery", "-A", "agentsite", "worker", "-Q", queue,
+            "--concurrency", str(concurrency), "--loglevel", loglevel, "--without-mingle",
+            "--without-gossip"]
+    return argv + (["-n", name] if name else [])
+
+
+def web_argv(port: int, *, log_level: str = "info") -> list[str]:
+    return [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host",
+            "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", log_level]
+
+
+def healthy(base_url: str) -> bool:
+    try:
+        return httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+class Process:
+    """A child process of ours with its log, started and stopped on demand."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path,
+                 ready: Callable[[Process], bool]) -> None:
+        self.name, self.argv, self.env, self.ready = name, argv, env, ready
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.name}-{self.starts}.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def start(self, timeout: float = 60) -> None:
+        self.starts += 1
+        handle = open(self.log_path, "w")
+        self.proc = subprocess.Popen(self.argv, env=self.env, cwd=ROOT, stdout=handle,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.ready(self):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not ready after {timeout}s:\n{self.log()[-4000:]}")
+            time.sleep(0.1)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def worker_process(queue: str, env: dict[str, str], log_dir: Path, **kwargs: object) -> Process:
+    """A Celery worker on ``queue``, ready once it says so in its log."""
+    return Process("worker", worker_argv(queue, **kwargs), env, log_dir,  # type: ignore[arg-type]
+                   ready=lambda p: " ready." in p.log())
+
+
+def web_process(port: int, env: dict[str, str], log_dir: Path, **kwargs: object) -> Process:
+    """uvicorn serving the product on ``port``, ready once /healthz answers 200."""
+    return Process("web", web_argv(port, **kwargs), env, log_dir,  # type: ignore[arg-type]
+                   ready=lambda p: healthy(f"http://127.0.0.1:{port}"))

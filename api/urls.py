@@ -1,0 +1,27 @@
+"""The REST API (`/api/`) and its live event streams."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from api.interrupts import InterruptViewSet
+from api.runs import AgentListView, ConversationViewSet, RunViewSet
+from streams.sse import QueueEventsView, RunEventsView
+from workspace.api import DocumentViewSet
+
+router = DefaultRouter(trailing_slash=True)
+router.register("runs", RunViewSet, basename="run")
+router.register("interrupts", InterruptViewSet, basename="interrupt")
+router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("documents", DocumentViewSet, basename="document")
+
+urlpatterns = [
+    path("agents/", AgentListView.as_view(), name="agents"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    # Any id reaches the view, so a malformed one is a JSON 404 like the rest of the API.
+    path("runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
+    path("events/", QueueEventsView.as_view(), name="queue-events"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,47 @@
+"""Who may decide what: the one place for the "owner or reviewer" rule.
+
+A user may decide (and watch) the interrupts of their own runs; a reviewer, a user
+with ``hitl.decide_interrupt``, those of every run. Every surface asks here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from hitl.models import AgentInterrupt
+from runs.models import AgentRun, Conversation
+
+DECIDE_PERMISSION = "hitl.decide_interrupt"
+
+
+def is_reviewer(user: Any) -> bool:
+    return bool(user and user.is_authenticated and user.has_perm(DECIDE_PERMISSION))
+
+
+def can_decide(user: Any, owned: AgentRun | Conversation) -> bool:
+    """May ``user`` answer the interrupts of a run (or a conversation's runs), and
+    watch it?"""
+    if user is None or not user.is_authenticated:
+        return False
+    # The owner first: the permission lookup costs queries and most answers are the owner's.
+    return owned.owner_id == user.pk or is_reviewer(user)
+
+
+def decidable_runs(user: Any) -> QuerySet[AgentRun]:
+    """Runs whose interrupts ``user`` may decide: own runs, or all for a reviewer."""
+    if is_reviewer(user):
+        return AgentRun.objects.all()
+    return AgentRun.objects.filter(owner=user)
+
+
+def decidable_interrupts(user: Any) -> QuerySet[AgentInterrupt]:
+    if is_reviewer(user):
+        return AgentInterrupt.objects.all()
+    return AgentInterrupt.objects.filter(run__owner=user)
+
+
+def pending_interrupts(run: AgentRun) -> QuerySet[AgentInterrupt]:
+    """The run's open questions, in the order they were asked."""
+    return run.interrupts.filter(status=AgentInterrupt.Status.PENDING).order_by("created_at", "id")

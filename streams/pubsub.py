@@ -1,0 +1,98 @@
+"""The one Redis pub/sub reader of a web process (one per event loop), shared by every
+open stream: SSE (``streams.sse``) and AG-UI (``agui.relay``).
+
+It subscribes to ``PUBSUB_CHANNEL``, hands each message to its listeners, and when the
+connection drops it reconnects. After every (re)subscription it tells the listeners,
+so each open stream re-reads the store from its last id: what was published while
+nobody listened is in the store only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import weakref
+from typing import Any, Protocol
+
+import redis.asyncio as aioredis
+from django.conf import settings
+
+from streams.keys import PUBSUB_CHANNEL
+
+log = logging.getLogger(__name__)
+
+RECONNECT_WAIT = 0.5
+
+
+class Listener(Protocol):
+    def on_message(self, body: dict[str, Any]) -> None:
+        """``body``: ``{channel, event_type, data, pub_id}`` as streams.publish sends it."""
+
+    def on_subscribed(self) -> None:
+        """The reader (re)subscribed: anything published meanwhile is in the store only."""
+
+
+class Reader:
+    def __init__(self) -> None:
+        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS)
+        self.listeners: set[Listener] = set()
+        self.task: asyncio.Task | None = None
+        self.ready = asyncio.Event()
+
+    def add(self, listener: Listener) -> None:
+        self.listeners.add(listener)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def discard(self, listener: Listener) -> None:
+        self.listeners.discard(listener)
+
+    async def subscribed(self) -> None:
+        """Wait for the first subscription (or the first failure: callers then read the
+        store, which is always complete)."""
+        await self.ready.wait()
+
+    async def _run(self) -> None:
+        while True:
+            pubsub = self.client.pubsub()
+            try:
+                await pubsub.subscribe(PUBSUB_CHANNEL)
+                async for message in pubsub.listen():
+                    if message["type"] == "subscribe":
+                        self.ready.set()
+                        self._tell(lambda li: li.on_subscribed())
+                    elif message["type"] == "message":
+                        body = json.loads(message["data"])
+                        self._tell(lambda li, body=body: li.on_message(body))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - reconnect whatever broke the connection
+                log.warning("event pub/sub connection lost; reconnecting", exc_info=True)
+                self.ready.set()  # never leave a waiter hanging; it reads the store instead
+                await asyncio.sleep(RECONNECT_WAIT)
+            finally:
+                try:
+                    await pubsub.aclose()
+                except Exception:  # noqa: BLE001 - the connection is already gone
+                    pass
+
+    def _tell(self, call: Any) -> None:
+        for listener in list(self.listeners):
+            try:
+                call(listener)
+            except Exception:  # noqa: BLE001 - one bad listener must not stop the others
+                log.exception("event listener failed")
+
+
+_readers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Reader] = (
+    weakref.WeakKeyDictionary())
+
+
+def reader() -> Reader:
+    """This event loop's reader."""
+    loop = asyncio.get_running_loop()
+    found = _readers.get(loop)
+    if found is None:
+        found = _readers[loop] = Reader()
+    return found

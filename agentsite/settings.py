@@ -72,10 +72,12 @@ INSTALLED_APPS = [
     "runs",
     "hitl",
     "workspace",
+    "pages",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agentsite.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,7 +118,11 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".data" / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/api/runs/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Content-Security-Policy (agentsite/csp.py): not on drf-spectacular's docs pages,
+# which boot with an inline script.
+CSP_EXEMPT_PATHS = ["/api/docs/", "/api/redoc/"]
 
 LOGGING = {
     "version": 1,

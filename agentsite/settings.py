@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_eventstream",
+    "agentsite",  # infrastructure tables (idempotency keys)
     "runs",
     "hitl",
     "workspace",

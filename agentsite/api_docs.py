@@ -37,3 +37,19 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     description="Replays the first response for the same key and body (per user, 24 h); "
                 "another body with the same key is a 422.")
 
+
+
+def document_page_size_errors(result: dict, generator: object, request: object,
+                              public: bool) -> dict:
+    """drf-spectacular hook: every paginated list documents the 400 of a bad ``page_size``."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict):
+                continue
+            names = {param.get("name") for param in operation.get("parameters", [])}
+            responses = operation.get("responses", {})
+            template = responses.get("404") or responses.get("401")
+            if "page_size" in names and "400" not in responses and template:
+                responses["400"] = {**template,
+                                    "description": "invalid query (`fields` names it)"}
+    return result

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import bad_request as default_bad_request
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as default_server_error
 from rest_framework import exceptions
@@ -23,7 +25,14 @@ def _flatten(detail: Any) -> Any:
     return str(detail)
 
 
+def _too_big_body() -> dict[str, Any]:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return {"code": "too_large", "detail": f"The request body is over {limit} bytes."}
+
+
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        return Response(_too_big_body(), status=413)
     if isinstance(exc, ServiceError):
         body: dict[str, Any] = {"code": exc.code, "detail": exc.detail, **exc.extra}
         if exc.fields:
@@ -56,6 +65,16 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     if request.path.startswith("/api/"):
         return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django-level 400s (raised outside DRF views): JSON for the API and AG-UI; a body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 there."""
+    if request.path.startswith(("/api/", "/agui/")):
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(_too_big_body(), status=413)
+        return JsonResponse({"code": "bad_request", "detail": "Bad request."}, status=400)
+    return default_bad_request(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

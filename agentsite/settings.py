@@ -144,6 +144,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentsite.api_errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "agentsite.pagination.Pagination",
+    # JSON only, and only what Postgres and Python can hold (depth, NUL, surrogates).
+    "DEFAULT_PARSER_CLASSES": ["agentsite.parsers.StrictJSONParser"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "agentsite API",
@@ -155,6 +157,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "agentsite.api_docs.document_page_size_errors"],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runs.models.AgentRun.Status",
         "InterruptStatusEnum": "hitl.models.AgentInterrupt.Status",

@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install lint bench clean-data
+.PHONY: run test install lint bench clean-data browser
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -20,7 +20,14 @@ run: $(STAMP)
 	$(PY) -m agentsite.launch
 
 ## Install everything, then run the whole test suite against real services.
-test: $(STAMP)
+## Chromium for the browser tests: Debian's package as root, else Playwright's own build.
+browser: $(STAMP)
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
+	else $(PY) -m playwright install chromium; fi
+
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -38,7 +38,6 @@ IDEMPOTENCY_KEY = OpenApiParameter(
                 "another body with the same key is a 422.")
 
 
-
 def document_page_size_errors(result: dict, generator: object, request: object,
                               public: bool) -> dict:
     """drf-spectacular hook: every paginated list documents the 400 of a bad ``page_size``."""

@@ -36,6 +36,9 @@ def get_checkpointer() -> PostgresSaver:
                     kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
                     open=True,
                     name="checkpointer",
+                    # Test a connection when it is borrowed: after a Postgres restart a dead
+                    # one is replaced instead of failing a graph step.
+                    check=ConnectionPool.check_connection,
                 )
                 _saver = PostgresSaver(_pool)
     return _saver

@@ -24,3 +24,14 @@ def test_no_500_after_pooled_connections_die(api):
     assert _kill_other_backends() >= 1
     statuses = [client.get("/api/runs/").status_code for _ in range(10)]
     assert statuses == [200] * 10
+
+
+def test_checkpointer_pool_replaces_dead_connections(transactional_db):
+    from execution.checkpointer import get_checkpointer
+
+    saver = get_checkpointer()
+    config = {"configurable": {"thread_id": "stale-check", "checkpoint_ns": ""}}
+    assert saver.get_tuple(config) is None  # the pool now holds an open connection
+    assert _kill_other_backends() >= 1
+    for _ in range(3):
+        assert saver.get_tuple(config) is None

@@ -160,7 +160,7 @@ def main() -> None:
         ("kind+agent+overdue", base + "?kind=review&agent=tasklist&overdue=no"),
         ("search requester", base + f"?q={some_user}"),
         ("search question text", base + "?q=step+42%3F"),
-        ("page 100", base + "?p=100"),
+        ("page 20", base + "?p=20"),
         ("admin index", "/admin/"),
     ]
     print(f"{AgentInterrupt.objects.filter(status='pending').count()} pending interrupts; "

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
 from django.db.models import Q, QuerySet
@@ -190,8 +191,9 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             # A whole UUID is a run id (or an interrupt's own id): an index lookup.
             value = uuid.UUID(term)
         except ValueError:
-            match = (Q(request__message__icontains=term) | Q(request__title__icontains=term)
-                     | Q(run__owner__username__icontains=term))
+            # The requester through a subquery on the (small) user table, not a join.
+            owners = get_user_model().objects.filter(username__icontains=term).values("pk")
+            match = Q(request__message__icontains=term) | Q(run__owner__in=owners)
             return queryset.filter(match), False
         return queryset.filter(Q(run_id=value) | Q(pk=value)), False
 
@@ -322,7 +324,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                             values=values, can_answer=may)
         context = {
             **self.admin_site.each_context(request),
-            "title": obj.message or f"{obj.kind} interrupt",
+            "title": f"Answer a {obj.kind} question" if may else f"{obj.kind} question",
             "subtitle": f"{obj.kind} · {obj.run.agent} · asked by {obj.run.owner.get_username()}",
             "opts": self.opts,
             "original": obj,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -149,5 +150,6 @@ def timeline(run: AgentRun) -> list[dict[str, Any]]:
             owner = {"number": 0, "started_at": None, "ended_at": None, "ended_as": "",
                      "interrupts": []}
             segments.insert(0, owner)
+        item.decision_json = json.dumps(item.decision, indent=1, ensure_ascii=False)
         owner["interrupts"].append(item)
     return segments

@@ -49,6 +49,7 @@
             boxes.forEach((el) => { el.checked = ticked.has(el.value); });
             if (window.Actions && boxes.length) window.Actions(boxes);
           }
+          swap(doc, "#changelist-search .quiet"); // the "N results" line, not the input
           swap(doc, "#queue-count");
           swap(doc, "#changelist-filter");
           root.dataset.updated = String(Number(root.dataset.updated || 0) + 1);
@@ -87,6 +88,7 @@
           el.disabled = true;
         });
       });
+      document.querySelectorAll(".queue-after").forEach((el) => { el.hidden = true; });
       const status = document.getElementById("decide-status");
       if (status) status.textContent = info.status + (who ? " " + who : "");
     }

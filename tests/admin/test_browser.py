@@ -71,15 +71,27 @@ def test_every_kind_is_decided_from_its_admin_page(api, reviewers, admin_session
         page.wait_for_url(f"**{QUEUE}")
         expect(page.locator(".messagelist")).to_contain_text("Answered")
         seen.append(kind)
-    run = wait_run(owner, run_id, "completed")
-    answers = {a["kind"]: a["answer"] for a in run["result"]["answers"]}
-    assert answers["input"] == {"value": "v2.0"}
-    assert answers["multiSelect"] == {"values": ["linux", "macos"]}
-    assert answers["review"]["edited"]["title"] == "Release 2"
-    assert answers["approval"] == {"approved": True}
-    # A decided one reads back: who, what; for the edit, the original beside the edited.
-    review = owner.get(f"/api/runs/{run_id}/").json()
-    assert review["status"] == "completed"
+    assert wait_run(owner, run_id, "completed")["status"] == "completed"
+    from hitl.models import AgentInterrupt
+    from runs.models import AuditLog
+
+    rows = {r.kind: r for r in AgentInterrupt.objects.filter(run_id=run_id)}
+    assert sorted(rows) == sorted(seen)
+    assert {r.decided_by.username for r in rows.values()} == {"reviewer"}
+    assert rows["input"].decision == {"value": "v2.0"}
+    assert rows["select"].decision == {"value": "beta"}
+    assert rows["multiSelect"].decision == {"values": ["linux", "macos"]}
+    assert rows["modal"].decision == {"action": "continue"}
+    assert rows["review"].decision["edited"]["title"] == "Release 2"
+    assert rows["approval"].decision == {"approved": True}
+    decisions = AuditLog.objects.filter(run_id=run_id, action="decision")
+    assert set(decisions.values_list("surface", flat=True)) == {"admin"}
+    # The decided review reads back: the original beside the edited version.
+    page.goto(f"{QUEUE}{rows['review'].pk}/change/")
+    expect(page.locator("#edit-original")).to_contain_text('"Release"')
+    expect(page.locator("#edit-edited")).to_contain_text('"Release 2"')
+    expect(page.locator("form[data-interrupt-id]")).to_have_count(0)
+    page.screenshot(path=str(ARTIFACTS / "admin-decided-review.png"), full_page=True)
 
 
 def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_session):
@@ -93,8 +105,9 @@ def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_sessi
     owner = api("owner")
     run_id = start_run(owner, agent="dev", input={"topic": "the launch"})["id"]
     item = _pending(owner, run_id)
-    row = queue.locator("#result_list tbody tr", has_text="owner")
+    row = queue.locator(f"#result_list tbody tr:has(a[href*='{item['id']}'])")
     expect(row).to_have_count(1, timeout=15_000)
+    expect(row).to_contain_text("owner")
     expect(queue.locator("#queue-count")).to_contain_text("1 waiting")
     queue.screenshot(path=str(ARTIFACTS / "admin-queue-live-row.png"), full_page=True)
 
@@ -110,16 +123,20 @@ def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_sessi
     third.locator("form[data-interrupt-id]").get_by_role("button", name="Send").click()
     third.wait_for_url(f"**{QUEUE}")
 
-    expect(queue.locator("#result_list")).to_have_count(0, timeout=15_000)
-    expect(queue.locator("#queue-count")).to_contain_text("0 waiting")
+    expect(row).to_have_count(0, timeout=15_000)
     expect(decide.locator("#decide-live")).to_contain_text("by second", timeout=15_000)
     expect(decide.locator("form[data-interrupt-id] button").first).to_be_disabled()
     decide.screenshot(path=str(ARTIFACTS / "admin-decide-taken.png"), full_page=True)
 
-    # The run went on to its next question, which the queue shows in turn.
-    _pending(owner, run_id)
-    expect(queue.locator("#result_list tbody tr")).to_have_count(1, timeout=15_000)
+    # The run went on to its next question, which the queue shows in turn; cancelling the
+    # run takes it away again and the counts follow.
+    following = _pending(owner, run_id)
+    expect(queue.locator(f"#result_list a[href*='{following['id']}']")).to_have_count(
+        1, timeout=15_000)
+    queue.screenshot(path=str(ARTIFACTS / "admin-queue-next-question.png"), full_page=True)
     owner.post(f"/api/runs/{run_id}/cancel/")
+    expect(queue.locator("#result_list")).to_have_count(0, timeout=15_000)
+    expect(queue.locator("#queue-count")).to_contain_text("0 waiting")
 
 
 def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import weakref
 from typing import Any, Protocol
 
@@ -25,6 +26,11 @@ log = logging.getLogger(__name__)
 RECONNECT_WAIT = 0.5
 
 
+def client_name(pid: int | None = None) -> str:
+    """The Redis client name of a process's event connections."""
+    return f"agentsite-events-{pid or os.getpid()}"
+
+
 class Listener(Protocol):
     def on_message(self, body: dict[str, Any]) -> None:
         """``body``: ``{channel, event_type, data, pub_id}`` as streams.publish sends it."""
@@ -35,7 +41,8 @@ class Listener(Protocol):
 
 class Reader:
     def __init__(self) -> None:
-        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS)
+        # Named, so an operator (or a test) can tell which process a subscription is.
+        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS, client_name=client_name())
         self.listeners: set[Listener] = set()
         self.task: asyncio.Task | None = None
         self.ready = asyncio.Event()

@@ -2,10 +2,17 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# The packages, bottom layer first (README: Layout).
 COPY agentsite agentsite
+COPY streams streams
 COPY runs runs
-COPY hitl hitl
 COPY workspace workspace
+COPY hitl hitl
+COPY agui agui
+COPY execution execution
+COPY api api
+COPY pages pages
+COPY agents agents
 RUN pip install .
 COPY . .
 RUN useradd --create-home app && chown -R app /app

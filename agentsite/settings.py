@@ -204,6 +204,8 @@ AGENTSITE_AGENT_MODULES = env_list(
 # Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
 # anthropic:…, ollama:…); empty → the built-in offline model (agents/chat_model.py).
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
+# /healthz counts queued / running / resuming runs not updated for this long as overdue.
+RUN_OVERDUE_SECONDS = env_int("RUN_OVERDUE_SECONDS", 300)
 # Connections the checkpointer pool may hold per process.
 AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)
 # When the worker writes checkpoints within a segment (LangGraph `durability`). After

@@ -1,0 +1,82 @@
+"""GET /healthz: Postgres, Redis, worker heartbeats and runs overdue for work."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from runs.models import AgentRun
+from tests.helpers import start_run, wait_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_healthy_system(live):
+    r = httpx.get(f"{live['base_url']}/healthz", timeout=10)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["ok"] is True and body["postgres"]["ok"] and body["redis"]["ok"]
+    assert body["workers"]["alive"] >= 1, body  # the suite's worker beats
+    assert body["runs_overdue"] == 0 and body["degraded"] is False
+    assert httpx.get(f"{live['base_url']}/healthz?strict", timeout=10).status_code == 200
+
+
+def test_overdue_runs_are_counted_and_fail_strict(api, live):
+    client = api("owner")
+    run = wait_run(client, start_run(client)["id"], "paused")
+    # As if a worker took it and vanished ten minutes ago.
+    long_ago = timezone.now() - timedelta(seconds=settings.RUN_OVERDUE_SECONDS + 600)
+    AgentRun.objects.filter(pk=run["id"]).update(status="running", updated_at=long_ago)
+    try:
+        plain = httpx.get(f"{live['base_url']}/healthz", timeout=10)
+        strict = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)
+    finally:
+        AgentRun.objects.filter(pk=run["id"]).update(status="paused")
+    assert plain.status_code == 200 and plain.json()["runs_overdue"] == 1
+    assert plain.json()["degraded"] is True
+    assert strict.status_code == 503 and strict.json()["runs_overdue"] == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthz_with(**env: str) -> tuple[int, dict]:
+    """GET /healthz in a fresh process whose Postgres or Redis URL points at a closed port."""
+    code = ("import django, json, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+            "'agentsite.settings'); django.setup(); from django.test import Client; "
+            "r = Client().get('/healthz'); print(r.status_code, r.content.decode())")
+    full = {**os.environ, "SECRET_KEY": "health", "DB_POOL_TIMEOUT": "2", **env}
+    full.pop("AGENTSITE_EMBEDDED", None)
+    result = subprocess.run([sys.executable, "-c", code], env=full, cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    status, body = result.stdout.strip().splitlines()[-1].split(" ", 1)
+    return int(status), json.loads(body)
+
+
+def test_redis_down_is_503():
+    status, body = _healthz_with(REDIS_URL=f"redis://127.0.0.1:{_closed_port()}/0")
+    assert status == 503
+    assert body["redis"]["ok"] is False and body["postgres"]["ok"] is True
+    assert body["workers"]["alive"] is None
+
+
+def test_postgres_down_is_503():
+    status, body = _healthz_with(DATABASE_URL=f"postgresql://u@127.0.0.1:{_closed_port()}/x")
+    assert status == 503
+    assert body["postgres"]["ok"] is False and body["redis"]["ok"] is True
+    assert body["runs_overdue"] is None

@@ -11,13 +11,15 @@ import uuid
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agentsite.errors import Conflict, Gone, InvalidInput, ServiceError
+from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, ServiceError
 from execution.lifecycle import run_cancel
 from hitl.cards import CardFormError, answer_from_post, card_context
 from hitl.models import AgentInterrupt
@@ -33,6 +35,9 @@ from streams.channels import user_stream_channel
 
 # Runs whose stored events are read for tool chips and streamed text (the newest ones).
 LIVE_RUNS = 5
+# A finished run's block never changes (its messages, answers and result are final):
+# its HTML is kept in the cache, so a long conversation costs one lookup per old run.
+BLOCK_CACHE_SECONDS = 3600
 PENDING = AgentInterrupt.Status.PENDING
 
 
@@ -70,14 +75,46 @@ def _card(conversation: Conversation, interrupt: AgentInterrupt, *, can_answer: 
                         errors=errors, values=values, can_answer=can_answer, htmx=True)
 
 
+def _block_key(run: AgentRun) -> str:
+    return f"pages:run:{run.id}:{run.status}:{run.updated_at.timestamp()}"
+
+
 def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
-                card_errors: dict[str, tuple[dict, Any]] | None = None) -> list[dict[str, Any]]:
+                card_errors: dict[str, tuple[dict, Any]] | None = None,
+                request: HttpRequest | None = None) -> list[dict[str, Any]]:
     """One block per run: its messages, tool calls, cards, status and result.
 
     A fixed number of queries whatever the length of the conversation (messages and
     interrupts are each read in one query), plus two Redis reads for the newest runs.
+    With ``request``, finished runs come as ready HTML (``block["html"]``) from the cache.
     """
     card_errors = card_errors or {}
+    cached: dict[str, str] = {}
+    if request is not None:
+        # Not the newest run: the page's script continues its events from what it shows.
+        cached = cache.get_many([_block_key(r) for r in runs[:-1]
+                                 if r.status in AgentRun.FINISHED])
+    todo = [r for r in runs if _block_key(r) not in cached]
+    blocks = _build_blocks(conversation, todo, card_errors) if todo else []
+    built = {b["run"].id: b for b in blocks}
+    out, fresh = [], {}
+    for run in runs:
+        key = _block_key(run)
+        if key in cached:
+            out.append({"run": run, "html": cached[key]})
+            continue
+        block = built[run.id]
+        if request is not None and run.status in AgentRun.FINISHED and run is not runs[-1]:
+            block["html"] = fresh[key] = render_to_string(
+                "pages/_run.html", {"block": block, "conversation": conversation}, request)
+        out.append(block)
+    if fresh:
+        cache.set_many(fresh, BLOCK_CACHE_SECONDS)
+    return out
+
+
+def _build_blocks(conversation: Conversation, runs: list[AgentRun],
+                  card_errors: dict[str, tuple[dict, Any]]) -> list[dict[str, Any]]:
     run_ids = [r.id for r in runs]
     messages: dict[Any, list[Message]] = {rid: [] for rid in run_ids}
     for message in Message.objects.filter(run_id__in=run_ids).order_by("created_at", "id"):
@@ -154,7 +191,7 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
                   card_errors: dict | None = None, composer_error: str = "",
                   composer_text: str = "") -> dict[str, Any]:
     runs = list(AgentRun.objects.filter(conversation=conversation).order_by("created_at", "id"))
-    blocks = _run_blocks(conversation, runs, card_errors=card_errors)
+    blocks = _run_blocks(conversation, runs, card_errors=card_errors, request=request)
     latest = runs[-1] if runs else None
     latest_block = blocks[-1] if blocks else None
     agent = registry.get(conversation.agent)
@@ -166,11 +203,11 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
         "latest": latest,
         "latest_block": latest_block,
         "composer": _composer(conversation, is_owner, latest,
-                              latest_block["pending"] if latest_block else 0,
+                              latest_block.get("pending", 0) if latest_block else 0,
                               error=composer_error, text=composer_text),
         "events_url": f"/api/runs/{latest.id}/events/" if latest else "",
         "last_event_id": (f"run-{latest.id}:{latest_block['last_event_id']}"
-                          if latest and latest_block["last_event_id"] else ""),
+                          if latest and latest_block.get("last_event_id") else ""),
         "queue_url": "/api/events/",
         "queue_channel": user_stream_channel(request.user),
     }
@@ -286,7 +323,7 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
         errors, status = err.fields, 400
     except InvalidInput as err:
         errors, status = (err.fields or {"__all__": [err.detail]}), 400
-    except (Conflict, Gone) as err:
+    except (Conflict, Gone, Forbidden) as err:
         # Someone answered first, the run moved on, or the deadline passed: the card
         # (read again) shows who answered, when and what, or that it expired.
         message = {"already_decided": "Someone else answered this first.",

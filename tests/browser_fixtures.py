@@ -59,9 +59,11 @@ def login_as(browser, live, users) -> Iterator[Callable[..., object]]:
     """login_as("owner") → a logged-in Page; each call is a fresh context (own cookies)."""
     contexts = []
 
-    def make(name: str, *, javascript: bool = True, viewport: dict | None = None):
+    def make(name: str, *, javascript: bool = True, viewport: dict | None = None,
+             **options: object):
         context = browser.new_context(base_url=live["base_url"], java_script_enabled=javascript,
-                                      viewport=viewport or {"width": 1100, "height": 900})
+                                      viewport=viewport or {"width": 1100, "height": 900},
+                                      **options)
         context.set_default_timeout(15_000)
         contexts.append(context)
         page = context.new_page()

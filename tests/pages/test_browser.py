@@ -282,3 +282,20 @@ def test_select_card_by_keyboard_only(login_as):
     from hitl.models import AgentInterrupt
 
     assert AgentInterrupt.objects.get(kind="select").decision == {"value": "green"}
+
+
+def test_phone_width_and_dark_scheme(login_as, shot):
+    page = login_as("owner", viewport={"width": 390, "height": 844}, color_scheme="dark")
+    start_chat(page, "showcase")
+    card = pending_card(page, "input")
+    card.locator("input[name=value]").fill("v3")
+    card.locator("button[type=submit]").click()
+    pending_card(page, "select")
+    # Nothing wider than the phone: no sideways scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(15, 18, 22)"  # the dark palette
+    shot(page, "phone-dark", full_page=False)
+    page.goto("/")
+    expect(page.locator("[data-needs-answer]")).to_be_visible()
+    shot(page, "phone-dark-list", full_page=False)

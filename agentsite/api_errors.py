@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import bad_request as default_bad_request
 from django.views.defaults import page_not_found
@@ -23,6 +23,10 @@ def _flatten(detail: Any) -> Any:
     if isinstance(detail, list):
         return [_flatten(item) for item in detail]
     return str(detail)
+
+
+# Where errors are JSON (the API and AG-UI); Django's pages elsewhere.
+JSON_PREFIXES = ("/api/", "/agui/")
 
 
 def _too_big_body() -> dict[str, Any]:
@@ -70,14 +74,17 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django-level 400s (raised outside DRF views): JSON for the API and AG-UI; a body over
     DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 there."""
-    if request.path.startswith(("/api/", "/agui/")):
+    if request.path.startswith(JSON_PREFIXES):
         if isinstance(exception, RequestDataTooBig):
             return JsonResponse(_too_big_body(), status=413)
+        if isinstance(exception, DisallowedHost):
+            return JsonResponse({"code": "disallowed_host",
+                                 "detail": "This Host is not in ALLOWED_HOSTS."}, status=400)
         return JsonResponse({"code": "bad_request", "detail": "Bad request."}, status=400)
     return default_bad_request(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/api/"):
+    if request.path.startswith(JSON_PREFIXES):
         return JsonResponse({"code": "server_error", "detail": "Server error."}, status=500)
     return default_server_error(request)

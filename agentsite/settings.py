@@ -204,6 +204,9 @@ AGENTSITE_AGENT_MODULES = env_list(
 # Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
 # anthropic:…, ollama:…); empty → the built-in offline model (agents/chat_model.py).
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
+# Largest interrupt answer accepted (bytes of compact JSON); answers are copied into the
+# checkpoint and the conversation's messages.
+ANSWER_MAX_BYTES = env_int("ANSWER_MAX_BYTES", 256 * 1024)
 # /healthz counts queued / running / resuming runs not updated for this long as overdue.
 RUN_OVERDUE_SECONDS = env_int("RUN_OVERDUE_SECONDS", 300)
 # Connections the checkpointer pool may hold per process.

@@ -16,5 +16,6 @@ urlpatterns = [
     path("", include("pages.urls")),
 ]
 
+handler400 = "agentsite.api_errors.bad_request"
 handler404 = "agentsite.api_errors.not_found"
 handler500 = "agentsite.api_errors.server_error"

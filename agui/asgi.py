@@ -5,9 +5,16 @@ in each direction, on every request; with our seven middlewares that is a fixed
 cost of several milliseconds per AG-UI request (5 requests per `dev` run). The
 AG-UI views are async, authenticate themselves (``Authorization: Token`` or the
 session cookie with DRF's CSRF check — ``agui.views._authenticate``) and
-answer JSON or SSE, so sessions-as-middleware, messages, clickjacking and
-common-redirect middlewares have nothing to do there. URL routing, signals and
-exception handling are still Django's.
+answer JSON or SSE, so sessions-as-middleware, messages and common-redirect
+middlewares have nothing to do there. URL routing, signals and exception handling
+are still Django's.
+
+What the skipped middleware would have guarded is done here, in the same thread as
+the view (no extra hop): the Host header is checked against ALLOWED_HOSTS (a JSON
+400 otherwise), and every answer, errors included, carries the security headers of
+SecurityMiddleware and XFrameOptionsMiddleware (nosniff, Referrer-Policy,
+Cross-Origin-Opener-Policy, X-Frame-Options). Errors are JSON (``handler400`` /
+``handler500`` in ``agentsite.api_errors``).
 """
 
 from __future__ import annotations
@@ -16,20 +23,48 @@ from typing import Any
 
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
+from django.http import HttpRequest, HttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
 
 PREFIX = "/agui/"
 
 
+def _unused(request: HttpRequest) -> HttpResponse:
+    raise AssertionError("only the response hooks of these middlewares are used")
+
+
+# Only their process_response hooks are called: plain header setters, no I/O.
+_security = SecurityMiddleware(_unused)
+_frame = XFrameOptionsMiddleware(_unused)
+
+
+def _with_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    response = _security.process_response(request, response)
+    return _frame.process_response(request, response)
+
+
 class BareASGIHandler(ASGIHandler):
-    """Django's ASGI handler with an empty middleware chain."""
+    """Django's ASGI handler with no middleware chain, only the guards above."""
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async)
         self._view_middleware = []
         self._template_response_middleware = []
         self._exception_middleware = []
-        self._middleware_chain = convert_exception_to_response(
-            self._get_response_async if is_async else self._get_response)
+        if not is_async:
+            raise RuntimeError("the /agui/ handler runs under ASGI only")
+
+        async def checked(request: HttpRequest) -> HttpResponse:
+            request.get_host()  # DisallowedHost (a 400) unless in ALLOWED_HOSTS
+            return await self._get_response_async(request)
+
+        inner = convert_exception_to_response(checked)
+
+        async def chain(request: HttpRequest) -> HttpResponse:
+            return _with_headers(request, await inner(request))
+
+        self._middleware_chain = chain
 
 
 def route_agui(app: Any) -> Any:

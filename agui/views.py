@@ -25,7 +25,7 @@ stream holds no database connection.
 
 from __future__ import annotations
 
-import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -35,6 +35,8 @@ from typing import Any
 from ag_ui.core import BaseEvent, RunAgentInput, RunFinishedEvent, RunStartedEvent
 from ag_ui.encoder import EventEncoder
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -43,10 +45,12 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
+from agentsite import parsers, timing
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
+from agentsite.limits import check_answer_size
 from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
-from agui.relay import KEEPALIVE, RunEvents, relay_segment
+from agui.relay import KEEPALIVE, TERMINAL, RunEvents, relay_segment
 from execution import graphs
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
@@ -63,11 +67,13 @@ THREAD_NAMESPACE = uuid.UUID("5b0f3c57-6d0e-4b7e-9a39-5e3bd6a0a9a1")
 _encoder = EventEncoder()
 
 
-def thread_uuid(thread_id: str) -> uuid.UUID:
+def thread_uuid(thread_id: str, user_id: int) -> uuid.UUID:
+    """The conversation id for a client's thread id. A name like "my-chat" is per user, so
+    two users' "my-chat" never meet and nobody can probe which names others use."""
     try:
         return uuid.UUID(thread_id)
     except ValueError:
-        return uuid.uuid5(THREAD_NAMESPACE, thread_id)
+        return uuid.uuid5(THREAD_NAMESPACE, f"{user_id}:{thread_id}")
 
 
 class ApiError(Exception):
@@ -106,7 +112,6 @@ def _authenticate(request: HttpRequest) -> Any:
     if not hasattr(request, "session"):
         # Served without middleware (agui/asgi.py): load the session ourselves,
         # only when a session cookie is sent, so session auth works as on /api/.
-        from django.conf import settings
         from django.contrib.auth import get_user
         from django.utils.functional import SimpleLazyObject
 
@@ -129,9 +134,12 @@ def _authenticate(request: HttpRequest) -> Any:
 
 def _parse(model: type[BaseModel], raw: bytes) -> Any:
     try:
-        data = json.loads(raw or b"null")
-    except ValueError as exc:
-        raise ApiError(422, "invalid", f"body is not JSON: {exc}",
+        # Depth, NUL and surrogate checks of the API's parser (a 400 naming the place).
+        data = parsers.loads(raw or b"null")
+    except ServiceError as err:
+        raise ApiError.from_service(err) from None
+    except exceptions.ParseError as exc:
+        raise ApiError(422, "invalid", f"body is not JSON: {exc.detail}",
                        fields={"body": ["not JSON"]}) from None
     try:
         return model.model_validate(data)
@@ -171,10 +179,18 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: RunAgentInput = _parse(RunAgentInput, raw)
-    tid = thread_uuid(body.thread_id)
+    tid = thread_uuid(body.thread_id, user.pk)
     try:
         if body.resume:
             ids = [entry.interrupt_id for entry in body.resume]
+            for entry in body.resume:
+                check_answer_size(entry.payload, f"resume.{entry.interrupt_id}.payload")
+            # Whose thread first: someone else's thread answers like a missing one, before
+            # any interrupt id is looked up.
+            conversation = Conversation.objects.filter(pk=tid, agent=agent).first()
+            if conversation is None or not can_decide(user, conversation):
+                raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",
+                               extra={"interrupt_ids": ids})
             run_ids = set(AgentInterrupt.objects.filter(
                 run__thread_id=str(tid), run__agent=agent, interrupt_id__in=ids)
                 .values_list("run_id", flat=True))
@@ -227,7 +243,7 @@ def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: ConnectInput = _parse(ConnectInput, raw)
-    conversation = Conversation.objects.filter(pk=thread_uuid(body.thread_id),
+    conversation = Conversation.objects.filter(pk=thread_uuid(body.thread_id, user.pk),
                                                agent=agent).first()
     if conversation is None or not can_decide(user, conversation):
         # Same answer for "not there" and "not yours": thread ids are not disclosed.
@@ -293,6 +309,8 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
             if item is KEEPALIVE:
                 yield ": keepalive\n\n"
             else:
+                if timing.enabled and item.type in TERMINAL:
+                    timing.mark(plan.run_id, "relay_end")
                 yield _encoder.encode(_rewrite(item, plan))
 
 
@@ -301,9 +319,18 @@ async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
     if request.method != "POST":
         return JsonResponse({"code": "method_not_allowed", "detail": "use POST"}, status=405)
     try:
-        plan = await _db_step(prepare)(request, agent, request.body)
+        raw = request.body
+    except RequestDataTooBig:
+        return ApiError(413, "too_large", "The request body is over "
+                        f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.").response()
+    arrived = time.time() if timing.enabled else 0.0
+    try:
+        plan = await _db_step(prepare)(request, agent, raw)
     except ApiError as err:
         return err.response()
+    if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG)
+        timing.mark(plan.run_id, "http_in", arrived)
+        timing.mark(plan.run_id, "service_done")
     response = StreamingHttpResponse(_stream(plan), content_type=_encoder.get_content_type())
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

@@ -5,9 +5,11 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agentsite.limits import check_answer_size
 from agui.events import interrupt_reason
 from hitl.kinds import response_schema
 from hitl.models import AgentInterrupt
+from hitl.policies import tally
 from runs.models import AgentRun
 
 
@@ -18,13 +20,32 @@ class InterruptSerializer(serializers.ModelSerializer):
     message = serializers.CharField(read_only=True)
     response_schema = serializers.SerializerMethodField()
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # Who may decide (hitl policies): with assignees, only they (or an override).
+    assignees = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    assigned_groups = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    approvals = serializers.SerializerMethodField()
 
     class Meta:
         model = AgentInterrupt
         fields = ["id", "interrupt_id", "run_id", "kind", "status", "reason", "message",
                   "request", "response_schema", "decision", "decided_by", "decided_at",
-                  "applied_at", "expires_at", "created_at"]
+                  "applied_at", "expires_at", "created_at", "assignees", "assigned_groups",
+                  "requester_may_decide", "required_approvals", "reject_policy",
+                  "approvals", "escalated_at"]
         read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "nullable": True, "properties": {
+        "approvals": {"type": "integer"}, "rejections": {"type": "integer"},
+        "required": {"type": "integer"}, "label": {"type": "string"}}})
+    def get_approvals(self, obj: AgentInterrupt) -> dict[str, Any] | None:
+        """The quorum's tally ("2 of 3 approvals"); null for a one-person question."""
+        if obj.required_approvals <= 1:
+            return None
+        votes = list(obj.votes.all())
+        approvals = sum(1 for v in votes if v.approved)
+        return {"approvals": approvals, "rejections": len(votes) - approvals,
+                "required": obj.required_approvals,
+                "label": tally(obj.required_approvals, approvals)}
 
     def get_reason(self, obj: AgentInterrupt) -> str:
         return interrupt_reason(obj.request)
@@ -53,12 +74,29 @@ class RunSerializer(serializers.ModelSerializer):
         return InterruptSerializer(rows, many=True).data
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class AnswerField(serializers.JSONField):
+    """An interrupt answer: any JSON up to ANSWER_MAX_BYTES."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        check_answer_size(value, self.field_name or "payload")
+        return value
+
+
 class RunCreateSerializer(serializers.Serializer):
-    agent = serializers.CharField(max_length=100)
+    agent = StrictCharField(max_length=100)
     input = serializers.JSONField(required=False, default=dict)
     thread_id = serializers.UUIDField(required=False, allow_null=True)
-    message = serializers.CharField(required=False, allow_blank=True, default="",
-                                    max_length=20000)
+    message = StrictCharField(required=False, allow_blank=True, default="", max_length=20000)
 
     def validate_input(self, value: Any) -> Any:
         if not isinstance(value, dict):
@@ -67,16 +105,16 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class ResumeEntrySerializer(serializers.Serializer):
-    interrupt_id = serializers.CharField(max_length=64)
+    interrupt_id = StrictCharField(max_length=64)
     status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved")
-    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+    payload = AnswerField(required=False, allow_null=True, default=None)
 
 
 class ResumeSerializer(serializers.Serializer):
     """Either ``{interrupt_id, payload}`` for one, or ``{resume: [...]}`` for several."""
 
-    interrupt_id = serializers.CharField(max_length=64, required=False)
-    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+    interrupt_id = StrictCharField(max_length=64, required=False)
+    payload = AnswerField(required=False, allow_null=True, default=None)
     resume = ResumeEntrySerializer(many=True, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +129,7 @@ class ResumeSerializer(serializers.Serializer):
 
 class DecisionSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved")
-    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+    payload = AnswerField(required=False, allow_null=True, default=None)
 
 
 class AgentSerializer(serializers.Serializer):

@@ -104,6 +104,8 @@ def test_showcase_every_kind_through_its_card(login_as, shot):
     expect(card.locator(".card__proposal")).to_contain_text("publish")
     expect(card.locator("button[value=respond]")).to_have_count(0)  # not allowed here
     shot(page, "card-review", element=card)
+    card.scroll_into_view_if_needed()
+    shot(page, "chat-review", full_page=False)
     card.locator("summary", has_text="Edit the proposal").click()
     card.locator("textarea[name='edited.steps']").fill("")
     card.locator("button[value=edit]").click()

@@ -73,48 +73,6 @@ def paused_run() -> Callable[..., list[Any]]:
     return make
 
 
-# --- browser (Playwright, the system's headless Chromium) ------------------------------------
+# --- browser: the shared fixtures (pytest-playwright, headless Chromium) ----------------------
 
-ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parent.parent / "artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture(scope="session")
-def admin_browser():
-    """One headless Chromium for the session (Playwright's sync API)."""
-    import os
-
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the test's
-    # fixtures (users, database flush) are still plain synchronous calls.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                    args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def admin_session(admin_browser, live):
-    """admin_session("reviewer", "pw-reviewer") → a page logged in to /admin/ (own context)."""
-    contexts = []
-
-    def login(username: str, password: str):
-        context = admin_browser.new_context(base_url=live["base_url"],
-                                            viewport={"width": 1400, "height": 900})
-        contexts.append(context)
-        page = context.new_page()
-        page.goto("/admin/login/?next=/admin/")
-        page.fill("#id_username", username)
-        page.fill("#id_password", password)
-        page.click("input[type=submit]")
-        page.wait_for_url("**/admin/")
-        return page
-
-    yield login
-    for context in contexts:
-        context.close()
+from tests.browser_fixtures import *  # noqa: E402,F401,F403

@@ -5,10 +5,20 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.admin.conftest import ARTIFACTS
 from tests.helpers import start_run, wait_run
 
 QUEUE = "/admin/hitl/agentinterrupt/"
+
+
+@pytest.fixture
+def admin_session(login_as):
+    """admin_session("reviewer") → a page of its own session, logged in, on /admin/."""
+    def open_admin(name: str):
+        page = login_as(name, viewport={"width": 1400, "height": 900})
+        page.goto("/admin/")
+        return page
+
+    return open_admin
 
 
 @pytest.fixture
@@ -56,17 +66,17 @@ def _answer(page, kind: str) -> None:
         form.get_by_role("button", name="Approve").click()
 
 
-def test_every_kind_is_decided_from_its_admin_page(api, reviewers, admin_session):
+def test_every_kind_is_decided_from_its_admin_page(api, reviewers, admin_session, shot):
     owner = api("owner")
     run_id = start_run(owner, agent="showcase")["id"]
-    page = admin_session("reviewer", "pw-reviewer")
+    page = admin_session("reviewer")
     seen = []
     for kind in ("input", "select", "multiSelect", "modal", "unlock", "review", "approval"):
         item = _pending(owner, run_id)
         assert item["kind"] == kind, item
         page.goto(f"{QUEUE}{item['id']}/change/?_after=queue")
         expect(page.locator(f"form[data-interrupt-id='{item['interrupt_id']}']")).to_be_visible()
-        page.screenshot(path=str(ARTIFACTS / f"admin-decide-{kind}.png"), full_page=True)
+        shot(page, f"admin-decide-{kind}")
         _answer(page, kind)
         page.wait_for_url(f"**{QUEUE}")
         expect(page.locator(".messagelist")).to_contain_text("Answered")
@@ -91,15 +101,15 @@ def test_every_kind_is_decided_from_its_admin_page(api, reviewers, admin_session
     expect(page.locator("#edit-original")).to_contain_text('"Release"')
     expect(page.locator("#edit-edited")).to_contain_text('"Release 2"')
     expect(page.locator("form[data-interrupt-id]")).to_have_count(0)
-    page.screenshot(path=str(ARTIFACTS / "admin-decided-review.png"), full_page=True)
+    shot(page, "admin-decided-review")
 
 
-def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_session):
-    queue = admin_session("reviewer", "pw-reviewer")
+def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_session, shot):
+    queue = admin_session("reviewer")
     queue.goto(QUEUE)
     expect(queue.locator("#queue-live")).to_have_attribute("data-live", "open")
     expect(queue.locator("#result_list")).to_have_count(0)
-    queue.screenshot(path=str(ARTIFACTS / "admin-queue-empty.png"), full_page=True)
+    shot(queue, "admin-queue-empty")
 
     # Another user's run pauses: its row appears without a reload.
     owner = api("owner")
@@ -109,7 +119,7 @@ def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_sessi
     expect(row).to_have_count(1, timeout=15_000)
     expect(row).to_contain_text("owner")
     expect(queue.locator("#queue-count")).to_contain_text("1 waiting")
-    queue.screenshot(path=str(ARTIFACTS / "admin-queue-live-row.png"), full_page=True)
+    shot(queue, "admin-queue-live-row")
 
     # The reviewer opens its decide page in a second tab ...
     decide = queue.context.new_page()
@@ -117,7 +127,7 @@ def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_sessi
     expect(decide.locator("#decide-live")).to_have_attribute("data-live", "open")
 
     # ... and a third session answers it first: the row leaves, the open form closes.
-    third = admin_session("second", "pw-second")
+    third = admin_session("second")
     third.goto(f"{QUEUE}{item['id']}/change/?_after=queue")
     third.locator("form[data-interrupt-id]").get_by_label("Your answer").fill("Apollo")
     third.locator("form[data-interrupt-id]").get_by_role("button", name="Send").click()
@@ -126,20 +136,20 @@ def test_queue_and_decide_page_follow_other_sessions(api, reviewers, admin_sessi
     expect(row).to_have_count(0, timeout=15_000)
     expect(decide.locator("#decide-live")).to_contain_text("by second", timeout=15_000)
     expect(decide.locator("form[data-interrupt-id] button").first).to_be_disabled()
-    decide.screenshot(path=str(ARTIFACTS / "admin-decide-taken.png"), full_page=True)
+    shot(decide, "admin-decide-taken")
 
     # The run went on to its next question, which the queue shows in turn; cancelling the
     # run takes it away again and the counts follow.
     following = _pending(owner, run_id)
     expect(queue.locator(f"#result_list a[href*='{following['id']}']")).to_have_count(
         1, timeout=15_000)
-    queue.screenshot(path=str(ARTIFACTS / "admin-queue-next-question.png"), full_page=True)
+    shot(queue, "admin-queue-next-question")
     owner.post(f"/api/runs/{run_id}/cancel/")
     expect(queue.locator("#result_list")).to_have_count(0, timeout=15_000)
     expect(queue.locator("#queue-count")).to_contain_text("0 waiting")
 
 
-def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session):
+def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session, shot):
     owner = api("owner")
     run_id = start_run(owner, agent="dev", input={"topic": "x"})["id"]
     item = _pending(owner, run_id)
@@ -151,14 +161,14 @@ def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session):
     reviewers["owner"].is_staff = True
     reviewers["owner"].save(update_fields=["is_staff"])
     reviewers["owner"].user_permissions.add(Permission.objects.get(codename="view_agentrun"))
-    page = admin_session("owner", "pw-owner")
+    page = admin_session("owner")
     page.goto(f"/admin/runs/agentrun/{run_id}/change/")
     timeline = page.locator("#run-timeline")
     expect(timeline).to_contain_text("Segment 1")
     expect(timeline).to_contain_text("Segment 2")
     expect(timeline.locator(".queue-timeline-interrupt")).to_have_count(2)
     expect(timeline).to_contain_text("Apollo")
-    page.screenshot(path=str(ARTIFACTS / "admin-run-timeline.png"), full_page=True)
+    shot(page, "admin-run-timeline")
     page.click("#cancel-run")
     expect(page.locator("#content")).to_contain_text("Cancel the")
     page.click("#confirm-cancel")

@@ -26,6 +26,10 @@ class InvalidInput(ServiceError):
     status, code = 400, "invalid"
 
 
+class Forbidden(ServiceError):
+    status, code = 403, "forbidden"
+
+
 class NotFound(ServiceError):
     status, code = 404, "not_found"
 

@@ -1,5 +1,5 @@
-"""`make run`: embedded services if needed, migrate, demo user, then web + worker under a
-supervisor. A child that dies is restarted with exponential backoff (and logged); the
+"""`make run`: embedded services if needed, migrate, demo user, then web + worker + beat
+under a supervisor. A child that dies is restarted with exponential backoff (and logged); the
 embedded servers, when used, are watched and restarted on their port the same way.
 Only Ctrl-C / SIGTERM stops everything.
 """
@@ -153,9 +153,11 @@ def main() -> int:
                       "--port", port, "--no-access-log"]),
         Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
                          "--concurrency", env.get("WORKER_CONCURRENCY", "2")]),
+        # Sends the periodic deadline / escalation sweep (CELERY_BEAT_SCHEDULE).
+        Child("beat", [py, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", "INFO"]),
     ])
     print(f"\nagentsite is up: http://{host}:{port}/admin/  ·  API: http://{host}:{port}/api/"
-          "\nCtrl-C stops web, worker and the embedded services.\n", flush=True)
+          "\nCtrl-C stops web, worker, beat and the embedded services.\n", flush=True)
     try:
         return supervisor.run()
     finally:

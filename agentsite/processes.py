@@ -34,6 +34,12 @@ def worker_argv(queue: str, *, concurrency: int = 2, loglevel: str = "INFO",
     return argv + (["-n", name] if name else [])
 
 
+def beat_argv(schedule: str, *, loglevel: str = "INFO") -> list[str]:
+    """Celery beat: sends the periodic tasks of CELERY_BEAT_SCHEDULE (the deadline sweep)."""
+    return [sys.executable, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", loglevel,
+            "--schedule", schedule]
+
+
 def web_argv(port: int, *, log_level: str = "info") -> list[str]:
     return [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host",
             "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", log_level]
@@ -97,3 +103,9 @@ def web_process(port: int, env: dict[str, str], log_dir: Path, **kwargs: object)
     """uvicorn serving the product on ``port``, ready once /healthz answers 200."""
     return Process("web", web_argv(port, **kwargs), env, log_dir,  # type: ignore[arg-type]
                    ready=lambda p: healthy(f"http://127.0.0.1:{port}"))
+
+
+def beat_process(env: dict[str, str], log_dir: Path, **kwargs: object) -> Process:
+    """Celery beat with its schedule file in ``log_dir``, ready once it says it started."""
+    argv = beat_argv(str(log_dir / "celerybeat-schedule"), **kwargs)  # type: ignore[arg-type]
+    return Process("beat", argv, env, log_dir, ready=lambda p: "beat: Starting" in p.log())

@@ -185,6 +185,38 @@ if CELERY_WORKER_POOL not in ("threads", "prefork", "solo"):
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_TASK_ALWAYS_EAGER = False
+# Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep
+# every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
+# deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).
+HITL_SWEEP_SECONDS = float(env_str("HITL_SWEEP_SECONDS", "2"))
+if HITL_SWEEP_SECONDS <= 0:
+    raise ImproperlyConfigured("HITL_SWEEP_SECONDS must be > 0")
+CELERY_BEAT_SCHEDULE = {
+    "hitl-deadlines": {"task": "hitl.sweep", "schedule": HITL_SWEEP_SECONDS,
+                       # A sweep not started by the next one's time is dropped, not queued up.
+                       "options": {"expires": HITL_SWEEP_SECONDS}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
+                                        str(embedded.DATA_DIR / "celerybeat-schedule"))
+# Task modules outside `execution.tasks` (autodiscovered): notifications and the sweep.
+CELERY_INCLUDE = ["hitl.tasks", "execution.policy_tasks"]
+# Webhook deliveries: attempts after the first, and the first retry's delay (doubling).
+HITL_WEBHOOK_MAX_RETRIES = env_int("HITL_WEBHOOK_MAX_RETRIES", 5)
+HITL_WEBHOOK_BACKOFF = float(env_str("HITL_WEBHOOK_BACKOFF", "2"))
+HITL_WEBHOOK_TIMEOUT = float(env_str("HITL_WEBHOOK_TIMEOUT", "10"))
+
+# --- Email (notifications) ---------------------------------------------------
+# The console backend unless EMAIL_HOST is set: then SMTP with these settings.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend"
+                        if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "agentsite@localhost")
+# Links in notifications (decide page, conversation) start with this.
+AGENTSITE_BASE_URL = env_str("AGENTSITE_BASE_URL", "http://127.0.0.1:8000")
 
 # --- Events (django-eventstream over Redis) -----------------------------------
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)

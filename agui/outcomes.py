@@ -3,8 +3,9 @@ used by pause, finish and cancel (in the worker) and by connect (rebuilding a th
 
 paused → ``RUN_FINISHED{outcome: interrupt}`` with the pending interrupts;
 completed / rejected / blocked → ``RUN_FINISHED{outcome: success}`` with
-``result: {status, result}``; cancelled → ``RUN_FINISHED{outcome: cancelled}``;
-failed → ``RUN_ERROR``.
+``result: {status, result}``; expired (a deadline passed with no default answer) →
+``RUN_FINISHED{outcome: success}`` with ``result: {status: "expired", result: null,
+reason}``; cancelled → ``RUN_FINISHED{outcome: cancelled}``; failed → ``RUN_ERROR``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def closing(run: AgentRun | None, *, thread_id: str, run_id: str,
         return run_finished_cancelled(**ids)
     if run.status == Status.FAILED:
         return run_error(message=run.error or "run failed", code="run_failed")
+    if run.status == Status.EXPIRED:
+        return run_finished_success(**ids, result={"status": run.status, "result": None,
+                                                   "reason": run.error})
     if run.status in AgentRun.FINISHED:
         return run_finished_success(**ids, result={"status": run.status, "result": run.result})
     raise ValueError(f"run {run.id} is {run.status}: its segment has not ended")

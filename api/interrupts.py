@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -19,7 +20,10 @@ from hitl.services import interrupt_decide
 
 @extend_schema_view(
     list=extend_schema(
-        parameters=[OpenApiParameter("status", str, enum=list(AgentInterrupt.Status.values))],
+        parameters=[OpenApiParameter("status", str, enum=list(AgentInterrupt.Status.values)),
+                    OpenApiParameter("assigned_to", str, enum=["me"],
+                                     description="only interrupts assigned to you "
+                                                 "(by name or through a group)")],
         responses={200: InterruptSerializer(many=True), **errors(400, 401, 404)}),
     retrieve=extend_schema(responses={200: InterruptSerializer, **errors(401, 404)}),
 )
@@ -29,11 +33,17 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     queryset = AgentInterrupt.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
-        qs = decidable_interrupts(self.request.user).select_related("run", "decided_by")
+        qs = (decidable_interrupts(self.request.user).select_related("run", "decided_by")
+              .prefetch_related("assignees", "assigned_groups", "votes"))
         if self.action == "list":
             wanted = choice_param(self.request, "status", list(AgentInterrupt.Status.values))
             if wanted:
                 qs = qs.filter(status=wanted)
+            if choice_param(self.request, "assigned_to", ["me"]):
+                # Assigned to this user by name or through one of their groups.
+                user = self.request.user
+                qs = qs.filter(Q(assignees=user) | Q(assigned_groups__in=user.groups.all())
+                               ).distinct()
         return qs.order_by("created_at", "id")
 
     @extend_schema(request=DecisionSerializer, parameters=[IDEMPOTENCY_KEY],

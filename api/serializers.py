@@ -9,6 +9,7 @@ from agentsite.limits import check_answer_size
 from agui.events import interrupt_reason
 from hitl.kinds import response_schema
 from hitl.models import AgentInterrupt
+from hitl.policies import tally
 from runs.models import AgentRun
 
 
@@ -19,13 +20,32 @@ class InterruptSerializer(serializers.ModelSerializer):
     message = serializers.CharField(read_only=True)
     response_schema = serializers.SerializerMethodField()
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # Who may decide (hitl policies): with assignees, only they (or an override).
+    assignees = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    assigned_groups = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    approvals = serializers.SerializerMethodField()
 
     class Meta:
         model = AgentInterrupt
         fields = ["id", "interrupt_id", "run_id", "kind", "status", "reason", "message",
                   "request", "response_schema", "decision", "decided_by", "decided_at",
-                  "applied_at", "expires_at", "created_at"]
+                  "applied_at", "expires_at", "created_at", "assignees", "assigned_groups",
+                  "requester_may_decide", "required_approvals", "reject_policy",
+                  "approvals", "escalated_at"]
         read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "nullable": True, "properties": {
+        "approvals": {"type": "integer"}, "rejections": {"type": "integer"},
+        "required": {"type": "integer"}, "label": {"type": "string"}}})
+    def get_approvals(self, obj: AgentInterrupt) -> dict[str, Any] | None:
+        """The quorum's tally ("2 of 3 approvals"); null for a one-person question."""
+        if obj.required_approvals <= 1:
+            return None
+        votes = list(obj.votes.all())
+        approvals = sum(1 for v in votes if v.approved)
+        return {"approvals": approvals, "rejections": len(votes) - approvals,
+                "required": obj.required_approvals,
+                "label": tally(obj.required_approvals, approvals)}
 
     def get_reason(self, obj: AgentInterrupt) -> str:
         return interrupt_reason(obj.request)

@@ -17,9 +17,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.auth import get_user_model
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
@@ -29,12 +29,13 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from agentsite.admin_base import ReadOnlyAdmin
-from agentsite.errors import Conflict, Gone, InvalidInput, NotFound, ServiceError
+from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
 from hitl.cards import CardFormError, answer_from_post, card_context
 from hitl.kinds import KINDS
 from hitl.models import AgentInterrupt
+from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
-from hitl.services import interrupt_decide
+from hitl.services import interrupt_assign, interrupt_decide
 from runs import registry
 from runs.models import Message
 
@@ -109,6 +110,26 @@ class OverdueFilter(admin.SimpleListFilter):
         return queryset
 
 
+class AssignmentFilter(admin.SimpleListFilter):
+    """Who the interrupt is assigned to (hitl policies)."""
+
+    title = "assignment"
+    parameter_name = "assigned"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("me", "Assigned to me"), ("groups", "My groups"), ("none", "Unassigned")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        user = request.user
+        if self.value() == "me":
+            return queryset.filter(assignees=user)
+        if self.value() == "groups":
+            return queryset.filter(assigned_groups__in=user.groups.all()).distinct()
+        if self.value() == "none":
+            return queryset.filter(assignees__isnull=True, assigned_groups__isnull=True)
+        return queryset
+
+
 # --- bulk answers -----------------------------------------------------------------
 
 def approve_payload(row: AgentInterrupt) -> dict[str, Any] | None:
@@ -134,6 +155,10 @@ def skip_reason(err: ServiceError) -> str:
         return "not permitted"
     if isinstance(err, Gone):
         return "expired"
+    if isinstance(err, Forbidden):
+        return {"not_assigned": "assigned to someone else",
+                "requester_may_not_decide": "needs a reviewer other than the requester"
+                }.get(err.code, err.code)
     if isinstance(err, InvalidInput):
         return "not approvable"
     if isinstance(err, Conflict) and err.code in ("already_decided", "not_pending"):
@@ -153,9 +178,10 @@ def _format(n: int, noun: str) -> str:
 
 @admin.register(AgentInterrupt)
 class AgentInterruptAdmin(ReadOnlyAdmin):
-    list_display = ["age", "kind", "question", "agent", "requester", "time_left", "status"]
+    list_display = ["age", "kind", "question", "agent", "requester", "assigned_to", "approvals",
+                    "time_left", "status"]
     list_display_links = ["question"]
-    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter]
+    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter]
     list_select_related = ["run", "run__owner"]
     # Django's full count would be a second COUNT over every row the user may see.
     show_full_result_count = False
@@ -165,7 +191,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     # indexed lookup, anything else matches question text and requester).
     search_fields = ["request", "run__id", "run__owner__username"]
     search_help_text = "Question text, run id (whole) or requester's username."
-    actions = ["approve_selected", "reject_selected"]
+    actions = ["approve_selected", "reject_selected", "claim_selected", "release_selected",
+               "assign_selected"]
     change_list_template = "admin/hitl/agentinterrupt/change_list.html"
 
     # Staff see the queue: reviewers everyone's interrupts, other staff their own runs'.
@@ -180,7 +207,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
         return request.user.is_active and request.user.is_staff
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return decidable_interrupts(request.user).select_related("run", "run__owner")
+        return (decidable_interrupts(request.user).select_related("run", "run__owner")
+                .prefetch_related("assignees", "assigned_groups", "votes"))
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet,
                            search_term: str) -> tuple[QuerySet, bool]:
@@ -219,6 +247,18 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     @admin.display(description="requester", ordering="run__owner__username")
     def requester(self, obj: AgentInterrupt) -> str:
         return obj.run.owner.get_username()
+
+    # Not named "assignees": the model field of that name would be shown instead.
+    @admin.display(description="assignees")
+    def assigned_to(self, obj: AgentInterrupt) -> str:
+        users, groups = assigned_names(obj)
+        return ", ".join(users + [f"group {g}" for g in groups]) or "—"
+
+    @admin.display(description="approvals")
+    def approvals(self, obj: AgentInterrupt) -> str:
+        if obj.required_approvals <= 1:
+            return "—"
+        return tally(obj.required_approvals, sum(1 for v in obj.votes.all() if v.approved))
 
     @admin.display(description="time left", ordering="expires_at")
     def time_left(self, obj: AgentInterrupt) -> str:
@@ -261,6 +301,67 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
         }
         return TemplateResponse(request, "admin/hitl/agentinterrupt/reject_selected.html",
                                 context)
+
+    # --- assignment (hitl.services.interrupt_assign; a reviewer only) ---
+
+    @admin.action(description="Claim selected (assign to me)", permissions=["decide"])
+    def claim_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._assign(request, queryset, "claim")
+
+    @admin.action(description="Release selected (unassign me)", permissions=["decide"])
+    def release_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._assign(request, queryset, "release")
+
+    @admin.action(description="Assign selected…", permissions=["decide"])
+    def assign_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        users = [n.strip() for n in request.POST.get("users", "").split(",") if n.strip()]
+        groups = [n.strip() for n in request.POST.get("groups", "").split(",") if n.strip()]
+        error = ""
+        if request.POST.get("post") == "yes":
+            if users or groups:
+                error = self._assign(request, queryset, "assign", users=users, groups=groups)
+                if not error:
+                    return None
+            else:
+                error = "Name at least one user or group."
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Assign the selected interrupts",
+            "opts": self.opts,
+            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            "select_across": request.POST.get("select_across", "0"),
+            "rows": self._selected_rows(request, queryset)[:200],
+            "users": request.POST.get("users", ""),
+            "groups": request.POST.get("groups", ""),
+            "error": error,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/hitl/agentinterrupt/assign_selected.html",
+                                context)
+
+    def _assign(self, request: HttpRequest, queryset: QuerySet, action: str,
+                **names: list[str]) -> str:
+        """Apply one assignment action to each selected row; an error to show, or ""."""
+        done = 0
+        skipped: Counter[str] = Counter()
+        for row in self._selected_rows(request, queryset):
+            try:
+                interrupt_assign(actor=request.user, interrupt_pk=row.pk, action=action,
+                                 surface=SURFACE, **names)
+            except InvalidInput as err:
+                return "; ".join(m for msgs in (err.fields or {}).values() for m in msgs) \
+                    or err.detail
+            except ServiceError as err:
+                skipped[skip_reason(err)] += 1
+            else:
+                done += 1
+        verb = {"claim": "claimed", "release": "released", "assign": "assigned"}[action]
+        text = f"{_format(done, 'interrupt')} {verb}"
+        if skipped:
+            text += "; skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
+        self.message_user(request, text + ".",
+                          messages.SUCCESS if done and not skipped else messages.WARNING)
+        return ""
 
     def _selected_rows(self, request: HttpRequest, queryset: QuerySet) -> list[AgentInterrupt]:
         # The rows the reviewer ticked, whatever their status now: one decided meanwhile is
@@ -318,10 +419,11 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                 return outcome
             errors, values = outcome
             obj = self.get_object(request, unquote(object_id)) or obj
-        may = obj.status == PENDING and can_decide(request.user, obj.run)
+        may = (obj.status == PENDING and can_decide(request.user, obj.run)
+               and may_decide(request.user, obj))
         after = request.GET.get(AFTER, "next")
         card = card_context(obj, action_url=request.get_full_path(), errors=errors,
-                            values=values, can_answer=may)
+                            values=values, can_answer=may, viewer=request.user)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Answer a {obj.kind} question" if may else f"{obj.kind} question",
@@ -430,3 +532,7 @@ def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:
         return None
     return (json.dumps(obj.request.get("proposal"), indent=2, ensure_ascii=False),
             json.dumps(decision.get("edited"), indent=2, ensure_ascii=False))
+
+
+# The policy models' admin (standing approvals, webhooks, delivery log) lives beside this.
+from hitl import policy_admin  # noqa: E402,F401

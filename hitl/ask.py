@@ -10,19 +10,50 @@ re-executes the node from its start when it resumes.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langgraph.types import interrupt
 
-from hitl import kinds
+from hitl import kinds, policies
 
 
-def _ask(request: dict[str, Any], expires_at: datetime | None = None) -> dict[str, Any]:
+class Ask(TypedDict, total=False):
+    """Who may answer and by when (every helper takes these; see ``hitl.policies``).
+
+    assignees / groups: only these users / members of these groups decide (or a user
+    with ``hitl.override_assignment``); requester_may_decide=False: four-eyes, the run's
+    owner may not answer; required_approvals / reject_policy: quorum (approval and
+    review only); timeout: seconds until the deadline; default: the answer the run
+    resumes with at the deadline (validated here, against the request); escalate_after
+    (seconds) + escalate_to (group names): groups added as assignees when it passes.
+    """
+
+    assignees: list[str]
+    groups: list[str]
+    requester_may_decide: bool
+    required_approvals: int
+    reject_policy: str
+    timeout: float
+    default: Any
+    escalate_after: float
+    escalate_to: list[str]
+
+
+def _ask(request: dict[str, Any], expires_at: datetime | None = None,
+         policy: Ask | None = None) -> dict[str, Any]:
     payload = {k: v for k, v in request.items() if v is not None}
     if expires_at is not None:
         payload["expiresAt"] = expires_at.isoformat()
     kinds.parse_request(payload)  # a malformed request is a bug in the graph: fail here
+    wire = policies.request_policy(payload["type"], dict(policy or {}))
+    if wire:
+        payload["policy"] = wire
+    if "default" in wire:
+        # A default that does not answer the question is a bug in the graph: fail here.
+        wire["default"] = kinds.validate_response(payload, wire["default"])
     answer = interrupt(payload)
+    if policies.is_quorum_answer(payload, answer):
+        return answer
     if answer == kinds.CANCELLED_RESUME and payload["type"] != "approval":
         # A cancelled approval is a "no"; a cancelled review is a reject where allowed;
         # any other cancelled question ends the run as cancelled.
@@ -45,44 +76,49 @@ def _options(options: list[Any]) -> list[dict[str, str]]:
 
 
 def hitl_input(message: str, *, placeholder: str | None = None, reason: str | None = None,
-               expires_at: datetime | None = None) -> str:
+               expires_at: datetime | None = None, **policy: Unpack[Ask]) -> str:
     return _ask({"type": "input", "message": message, "placeholder": placeholder,
-                 "reason": reason}, expires_at)["value"]
+                 "reason": reason}, expires_at, policy)["value"]
 
 
 def hitl_select(message: str, options: list[Any], *, reason: str | None = None,
-                expires_at: datetime | None = None) -> str:
+                expires_at: datetime | None = None, **policy: Unpack[Ask]) -> str:
     return _ask({"type": "select", "message": message, "options": _options(options),
-                 "reason": reason}, expires_at)["value"]
+                 "reason": reason}, expires_at, policy)["value"]
 
 
 def hitl_multi_select(message: str, options: list[Any], *, min: int | None = None,
                       max: int | None = None, reason: str | None = None,
-                      expires_at: datetime | None = None) -> list[str]:
+                      expires_at: datetime | None = None,
+                      **policy: Unpack[Ask]) -> list[str]:
     return _ask({"type": "multiSelect", "message": message, "options": _options(options),
-                 "min": min, "max": max, "reason": reason}, expires_at)["values"]
+                 "min": min, "max": max, "reason": reason}, expires_at, policy)["values"]
 
 
 def hitl_modal(title: str, body: str, actions: list[Any], *, message: str = "",
-               reason: str | None = None, expires_at: datetime | None = None) -> str:
+               reason: str | None = None, expires_at: datetime | None = None,
+               **policy: Unpack[Ask]) -> str:
     return _ask({"type": "modal", "title": title, "body": body, "message": message or title,
-                 "actions": _options(actions), "reason": reason}, expires_at)["action"]
+                 "actions": _options(actions), "reason": reason}, expires_at, policy)["action"]
 
 
 def hitl_approval(message: str, *, details: Any = None, reason: str | None = None,
-                  expires_at: datetime | None = None) -> dict[str, Any]:
+                  expires_at: datetime | None = None,
+                  **policy: Unpack[Ask]) -> dict[str, Any]:
     return _ask({"type": "approval", "message": message, "details": details,
-                 "reason": reason}, expires_at)
+                 "reason": reason}, expires_at, policy)
 
 
 def hitl_unlock(message: str, *, key: str, reason: str | None = None,
-                expires_at: datetime | None = None) -> None:
-    _ask({"type": "unlock", "message": message, "key": key, "reason": reason}, expires_at)
+                expires_at: datetime | None = None, **policy: Unpack[Ask]) -> None:
+    _ask({"type": "unlock", "message": message, "key": key, "reason": reason},
+         expires_at, policy)
 
 
 def hitl_review(message: str, *, proposal: dict[str, Any], allowed: list[str] | None = None,
                 edit_schema: dict[str, Any] | None = None, reason: str | None = None,
-                expires_at: datetime | None = None) -> dict[str, Any]:
+                tool: str | None = None, expires_at: datetime | None = None,
+                **policy: Unpack[Ask]) -> dict[str, Any]:
     return _ask({"type": "review", "message": message, "proposal": proposal,
                  "allowed": allowed or ["approve", "edit", "reject", "respond"],
-                 "editSchema": edit_schema, "reason": reason}, expires_at)
+                 "editSchema": edit_schema, "reason": reason, "tool": tool}, expires_at, policy)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
 
 from runs.models import AgentRun
@@ -34,12 +35,32 @@ class AgentInterrupt(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # --- who may decide, and by when (hitl.policies; set when the row is opened) ---
+    # With any assignee (user or group) only they decide, or a user with
+    # hitl.override_assignment.
+    assignees = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
+    assigned_groups = models.ManyToManyField(Group, blank=True, related_name="+")
+    # Four-eyes: False stops the run's owner from answering.
+    requester_may_decide = models.BooleanField(default=True)
+    # Quorum (approval / review): distinct approvers needed; votes in InterruptVote.
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    reject_policy = models.CharField(
+        max_length=20, default="any",
+        help_text="any: one rejection rejects; quorum: as many rejections as approvals needed")
+    # The answer the run resumes with when the deadline passes (null: the run expires).
+    default_answer = models.JSONField(null=True, blank=True)
+    escalate_at = models.DateTimeField(null=True, blank=True)
+    escalate_to = models.JSONField(default=list, blank=True, help_text="group names")
+    escalated_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "interrupt_id"], name="one_row_per_interrupt"),
         ]
-        permissions = [("decide_interrupt", "Can decide interrupts of other users' runs")]
+        permissions = [("decide_interrupt", "Can decide interrupts of other users' runs"),
+                       ("override_assignment",
+                        "Can decide interrupts assigned to other users or groups")]
 
     def __str__(self) -> str:
         return f"{self.kind} interrupt {self.interrupt_id} ({self.status})"
@@ -47,3 +68,107 @@ class AgentInterrupt(models.Model):
     @property
     def message(self) -> str:
         return str(self.request.get("message") or self.request.get("title") or "")
+
+
+class InterruptVote(models.Model):
+    """One user's vote on a quorum interrupt: at most one per user (a unique constraint,
+    written under the run's lock)."""
+
+    id = models.BigAutoField(primary_key=True)
+    interrupt = models.ForeignKey(AgentInterrupt, on_delete=models.CASCADE, related_name="votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    username = models.CharField(max_length=150, help_text="kept if the user goes")
+    approved = models.BooleanField()
+    reason = models.TextField(blank=True)
+    payload = models.JSONField(null=True, blank=True)
+    surface = models.CharField(max_length=20, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["interrupt", "user"],
+                                               name="one_vote_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.username}: {'approve' if self.approved else 'reject'}"
+
+
+class StandingApproval(models.Model):
+    """An auto-approval rule a reviewer grants: the worker approves a matching interrupt
+    when the run pauses (``hitl.policies.standing_match``)."""
+
+    class Kind(models.TextChoices):
+        APPROVAL = "approval"
+        REVIEW = "review"
+        TOOL = "tool", "tool approval"
+
+    id = models.BigAutoField(primary_key=True)
+    agent = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    tool_name = models.CharField(max_length=100, blank=True,
+                                 help_text="for a tool approval: the tool whose calls it approves")
+    args_match = models.JSONField(
+        null=True, blank=True,
+        help_text="optional: keys that must equal these values in the tool arguments, "
+                  "review proposal or approval details")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        what = f"tool {self.tool_name}" if self.kind == self.Kind.TOOL else self.kind
+        return f"standing approval #{self.pk}: {self.agent} · {what}"
+
+
+class AgentWebhook(models.Model):
+    """Where an agent's notifications are POSTed (JSON, signed with HMAC-SHA256)."""
+
+    id = models.BigAutoField(primary_key=True)
+    agent = models.CharField(max_length=100, db_index=True)
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=200, help_text="HMAC-SHA256 key for the signature")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.agent} → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """The delivery log: one row per event per webhook, updated by each attempt."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    id = models.BigAutoField(primary_key=True)
+    webhook = models.ForeignKey(AgentWebhook, on_delete=models.CASCADE,
+                                related_name="deliveries")
+    event = models.CharField(max_length=40)
+    body = models.JSONField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_status_code = models.IntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook.url} ({self.status})"

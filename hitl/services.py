@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
-from agentsite.errors import Conflict, Gone, InvalidInput, NotFound
+from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
+from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
-from hitl.models import AgentInterrupt
-from hitl.selectors import can_decide
+from hitl.models import AgentInterrupt, InterruptVote, StandingApproval
+from hitl.selectors import can_decide, is_reviewer
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import audit, run_enqueue_on_commit, run_transition
@@ -51,9 +54,11 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
     with transaction.atomic():
         run, rows = _lock(actor=actor, run_uuid=run_uuid, ids=ids)
         _check_decidable(run, [rows[i] for i in ids])
+        _check_policy(actor, run, [rows[i] for i in ids])
         expired = _expire_due(run, [rows[i] for i in ids], actor=actor, surface=surface)
         if not expired:
             clean = _validated(rows, answers)
+            _check_votes(actor, rows, answers, clean)
             _record(run, rows, answers, clean, actor=actor, surface=surface)
         notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     if expired:
@@ -86,7 +91,8 @@ def _lock(*, actor: Any, run_uuid: uuid.UUID,
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
     rows = {row.interrupt_id: row for row in
-            AgentInterrupt.objects.select_for_update().filter(run=run).order_by("id")}
+            AgentInterrupt.objects.select_for_update().filter(run=run).order_by("id")
+            .prefetch_related("assignees", "assigned_groups")}
     unknown = [i for i in ids if i not in rows]
     if unknown:
         raise NotFound(f"run has no interrupt {unknown[0]!r}", code="unknown_interrupt",
@@ -116,17 +122,42 @@ def _check_decidable(run: AgentRun, named: list[AgentInterrupt]) -> None:
             code="version_mismatch")
 
 
+def _check_policy(actor: Any, run: AgentRun, named: list[AgentInterrupt]) -> None:
+    """Assignment and four-eyes (``hitl.policies.refusal``): 403 for the first refused."""
+    for row in named:
+        refused = policies.refusal(actor, row, run)
+        if refused is not None:
+            raise refused
+
+
+def _check_votes(actor: Any, rows: dict[str, AgentInterrupt], answers: list[Answer],
+                 clean: dict[str, Any]) -> None:
+    # Before any write: a second vote by one user, or a vote that is not approve / reject.
+    for answer in answers:
+        row = rows[answer.interrupt_id]
+        if answer.status == "resolved" and row.required_approvals > 1:
+            policies.vote_of(row.kind, clean[answer.interrupt_id])
+            if row.votes.filter(user=actor).exists():
+                raise Conflict(f"you already voted on interrupt {row.interrupt_id}",
+                               code="already_voted")
+
+
 def _expire_due(run: AgentRun, named: list[AgentInterrupt], *, actor: Any,
                 surface: str) -> list[str]:
-    """Mark the named interrupts whose deadline has passed expired; return their ids."""
+    """Mark the named interrupts whose deadline has passed expired; return their ids.
+
+    One with a default answer stays pending: the deadline sweep answers it with the
+    default (``interrupts_expire_due``); the late answer is refused all the same.
+    """
     now = timezone.now()
-    expired = [row for row in named if row.expires_at and row.expires_at <= now]
+    due = [row for row in named if row.expires_at and row.expires_at <= now]
+    expired = [row for row in due if row.default_answer is None]
     for row in expired:
         row.status = AgentInterrupt.Status.EXPIRED
         row.save(update_fields=["status"])
         audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, actor=actor, surface=surface,
               interrupt_ref=row.interrupt_id, from_status=Pending, to_status=row.status)
-    return [row.interrupt_id for row in expired]
+    return [row.interrupt_id for row in due]
 
 
 def _validated(rows: dict[str, AgentInterrupt], answers: list[Answer]) -> dict[str, Any]:
@@ -156,6 +187,9 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
     now = timezone.now()
     for answer in answers:
         row = rows[answer.interrupt_id]
+        if answer.status == "resolved" and row.required_approvals > 1:
+            _vote(run, row, clean[answer.interrupt_id], actor=actor, surface=surface, now=now)
+            continue
         row.status = (AgentInterrupt.Status.CANCELLED if answer.status == "cancelled"
                       else AgentInterrupt.Status.DECIDED)
         row.decision = clean.get(answer.interrupt_id)
@@ -168,6 +202,175 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
     if not any(r.status == Pending for r in rows.values()):
         run_transition(run=run, to=AgentRun.Status.RESUMING, actor=actor, surface=surface)
         run_enqueue_on_commit(run)
+
+
+def _vote(run: AgentRun, row: AgentInterrupt, payload: dict[str, Any], *, actor: Any,
+          surface: str, now: datetime) -> None:
+    """Record one quorum vote; when the votes settle it, decide the interrupt with
+    ``{approved, votes}``. Under the run's lock: concurrent voters count one by one."""
+    approved, reason = policies.vote_of(row.kind, payload)
+    InterruptVote.objects.create(interrupt=row, user=actor, username=actor.get_username(),
+                                 approved=approved, reason=reason, payload=payload,
+                                 surface=surface)
+    votes = list(row.votes.order_by("id"))
+    audit(run=run, action=AuditLog.Action.DECISION, actor=actor, surface=surface,
+          interrupt_ref=row.interrupt_id, from_status=Pending, to_status=Pending,
+          payload={"vote": payload, "approvals": sum(1 for v in votes if v.approved),
+                   "required": row.required_approvals})
+    outcome = policies.settled(row, votes)
+    if outcome is None:
+        return
+    row.status = AgentInterrupt.Status.DECIDED
+    row.decision, row.decided_by, row.decided_at = outcome, actor, now
+    row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+    audit(run=run, action=AuditLog.Action.DECISION, actor=actor, surface=surface,
+          interrupt_ref=row.interrupt_id, from_status=Pending, to_status=row.status,
+          payload=outcome)
+
+
+# --- assignment from the admin: assign, claim, release ----------------------------------
+
+def interrupt_assign(*, actor: Any, interrupt_pk: Any,
+                     action: Literal["assign", "claim", "release"],
+                     users: list[str] | tuple = (), groups: list[str] | tuple = (),
+                     surface: str = "admin") -> AgentInterrupt:
+    """Change who may decide a pending interrupt; a reviewer only.
+
+    assign: add users / groups; claim: the actor becomes the only assignee (a user
+    already assigned or in an assigned group, or one with ``hitl.override_assignment``,
+    or anyone while nobody is assigned); release: remove the actor from the assignees.
+    """
+    if not is_reviewer(actor):
+        raise NotFound("interrupt not found")
+    run_id = AgentInterrupt.objects.filter(pk=interrupt_pk).values_list("run_id", flat=True).first()
+    if run_id is None:
+        raise NotFound("interrupt not found")
+    with transaction.atomic():
+        run = AgentRun.objects.select_for_update().get(pk=run_id)
+        row = (AgentInterrupt.objects.select_for_update().prefetch_related(
+            "assignees", "assigned_groups").get(pk=interrupt_pk))
+        # Locked: a decision racing with us finds the row as we leave it, or vice versa.
+        if row.status != Pending:
+            raise Conflict(f"interrupt {row.interrupt_id} is {row.status}, not pending",
+                           code="not_pending")
+        before = policies.assigned_names(row)
+        if action == "assign":
+            found_users, found_groups = _resolve(users, groups)
+            row.assignees.add(*found_users)
+            row.assigned_groups.add(*found_groups)
+        elif action == "claim":
+            if policies.has_assignees(row) and not policies.is_assigned(actor, row) \
+                    and not actor.has_perm(policies.OVERRIDE_PERMISSION):
+                raise Forbidden(f"interrupt {row.interrupt_id} is assigned to someone else",
+                                code="not_assigned")
+            row.assignees.set([actor])
+            row.assigned_groups.clear()
+        elif action == "release":
+            row.assignees.remove(actor)
+        else:
+            raise InvalidInput(f"unknown action {action!r}")
+        row = AgentInterrupt.objects.prefetch_related("assignees", "assigned_groups").get(
+            pk=row.pk)
+        after = policies.assigned_names(row)
+        audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, actor=actor, surface=surface,
+              interrupt_ref=row.interrupt_id, from_status=Pending, to_status=Pending,
+              payload={action: {"users": list(users), "groups": list(groups)},
+                       "assignees_before": {"users": before[0], "groups": before[1]},
+                       "assignees": {"users": after[0], "groups": after[1]}})
+        notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
+    return row
+
+
+def _resolve(users: Any, groups: Any) -> tuple[list[Any], list[Group]]:
+    """Users and groups by name; an unknown name is an error naming it."""
+    users, groups = list(users or []), list(groups or [])
+    found_users = list(get_user_model().objects.filter(username__in=users))
+    found_groups = list(Group.objects.filter(name__in=groups))
+    missing = sorted(set(users) - {u.get_username() for u in found_users})
+    missing_groups = sorted(set(groups) - {g.name for g in found_groups})
+    if missing or missing_groups:
+        fields = {**({"users": [f"no such user: {', '.join(missing)}"]} if missing else {}),
+                  **({"groups": [f"no such group: {', '.join(missing_groups)}"]}
+                     if missing_groups else {})}
+        raise InvalidInput("unknown assignee", code="unknown_assignee", fields=fields)
+    return found_users, found_groups
+
+
+# --- deadlines and escalation (called by the sweep in execution.deadlines) --------------
+
+def interrupts_expire_due(*, run: AgentRun, now: datetime) -> list[AgentInterrupt]:
+    """Past their deadline: answer with the default where there is one (actor "timeout"),
+    else mark expired. Caller holds the run's lock and has checked it is paused.
+
+    Returns the run's expired interrupts (the run ends ``expired`` when there is one);
+    when none is expired and none is left pending, the run is moved to resuming here.
+    """
+    rows = list(AgentInterrupt.objects.select_for_update().filter(run=run).order_by("id"))
+    for row in rows:
+        if row.status != Pending or row.expires_at is None or row.expires_at > now:
+            continue
+        if row.default_answer is not None:
+            row.status = AgentInterrupt.Status.DECIDED
+            row.decision, row.decided_at = row.default_answer, now
+            row.save(update_fields=["status", "decision", "decided_at"])
+            audit(run=run, action=AuditLog.Action.DECISION, actor=policies.TIMEOUT_ACTOR,
+                  interrupt_ref=row.interrupt_id, from_status=Pending, to_status=row.status,
+                  payload={"default": row.decision})
+        else:
+            row.status = AgentInterrupt.Status.EXPIRED
+            row.save(update_fields=["status"])
+            audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                  actor=policies.TIMEOUT_ACTOR, interrupt_ref=row.interrupt_id,
+                  from_status=Pending, to_status=row.status)
+    expired = [r for r in rows if r.status == AgentInterrupt.Status.EXPIRED]
+    if not expired and not any(r.status == Pending for r in rows) and any(
+            r.status == AgentInterrupt.Status.DECIDED and r.applied_at is None for r in rows):
+        run_transition(run=run, to=AgentRun.Status.RESUMING, actor=policies.TIMEOUT_ACTOR)
+        run_enqueue_on_commit(run)
+    notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
+    return expired
+
+
+def interrupt_escalate(*, interrupt_pk: Any, now: datetime) -> bool:
+    """Add the escalation groups as assignees of a pending interrupt whose escalation
+    time passed, and notify them; False when there was nothing to do."""
+    run_id = AgentInterrupt.objects.filter(pk=interrupt_pk).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return False
+    with transaction.atomic():
+        run = AgentRun.objects.select_for_update().get(pk=run_id)
+        row = AgentInterrupt.objects.select_for_update().get(pk=interrupt_pk)
+        # Locked: of two sweeps only the first finds it not yet escalated.
+        if row.status != Pending or row.escalated_at is not None or row.escalate_at is None \
+                or row.escalate_at > now:
+            return False
+        groups = list(Group.objects.filter(name__in=row.escalate_to))
+        row.assigned_groups.add(*groups)
+        row.escalated_at = now
+        row.save(update_fields=["escalated_at"])
+        audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, actor=policies.TIMEOUT_ACTOR,
+              interrupt_ref=row.interrupt_id, from_status=Pending, to_status=Pending,
+              payload={"escalated_to": [g.name for g in groups]})
+        notify.on_commit("interrupt.escalated", run=run, interrupt=row,
+                         groups=[g.name for g in groups])
+        notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
+    return True
+
+
+def run_resume_if_answered(*, run_id: Any) -> bool:
+    """Resume a paused run whose interrupts are all answered (standing approvals answer
+    at pause time, before the run is paused)."""
+    with transaction.atomic():
+        run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status != AgentRun.Status.PAUSED:
+            return False
+        rows = list(AgentInterrupt.objects.select_for_update().filter(run=run))
+        if any(r.status == Pending for r in rows) or not any(
+                r.status == AgentInterrupt.Status.DECIDED and r.applied_at is None for r in rows):
+            return False
+        run_transition(run=run, to=AgentRun.Status.RESUMING)
+        run_enqueue_on_commit(run)
+    return True
 
 
 # --- the worker's side (called by execution.lifecycle, which holds the run's lock) -----
@@ -207,23 +410,77 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...], now: date
 
 def interrupts_open(*, run: AgentRun,
                     requests: list[tuple[str, dict[str, Any]]]) -> list[AgentInterrupt]:
-    """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows."""
+    """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows, with
+    their policy (the request's over the agent's); standing approvals answer matching
+    ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock."""
     known = dict(AgentInterrupt.objects.filter(
         run=run, interrupt_id__in=[i for i, _ in requests]).values_list("interrupt_id", "status"))
+    spec = registry.get(run.agent)
+    now = timezone.now()
     rows = []
     for interrupt_id, request in requests:
         if interrupt_id in known:
             # An answered interrupt raised again means its answer never reached the graph.
             raise RuntimeError(f"interrupt {interrupt_id} was raised again after "
                                f"it was {known[interrupt_id]}")
-        rows.append(AgentInterrupt.objects.create(
+        rule = policies.effective(request, spec.policy if spec else None, now)
+        row = AgentInterrupt.objects.create(
             run=run, interrupt_id=interrupt_id, kind=request.get("type", "unknown"),
-            request=request, expires_at=request.get("expiresAt")))
+            request=request, expires_at=request.get("expiresAt") or rule.expires_at,
+            requester_may_decide=rule.requester_may_decide,
+            required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
+            default_answer=rule.default, escalate_at=rule.escalate_at,
+            escalate_to=list(rule.escalate_to))
+        if rule.assignees or rule.groups or rule.escalate_to:
+            try:
+                users, groups = _resolve(rule.assignees, rule.groups)
+                _resolve((), rule.escalate_to)
+            except InvalidInput as err:
+                # A policy naming nobody would leave the question open to anyone: fail loud.
+                raise RuntimeError(f"interrupt {interrupt_id}: {err.fields}") from None
+            row.assignees.add(*users)
+            row.assigned_groups.add(*groups)
+        rows.append(row)
     for row in rows:
         audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, interrupt_ref=row.interrupt_id,
               to_status=row.status, payload=row.request)
+    auto = _standing_approvals(run, rows, now)
+    for row in rows:
+        if row.status == Pending:
+            notify.on_commit("interrupt.created", run=run, interrupt=row)
+    if auto and not any(r.status == Pending for r in rows):
+        # The run is being paused in this transaction; once that commits, resume it.
+        run_id = str(run.id)
+        transaction.on_commit(lambda: notify.send_task(notify.RESUME_TASK, run_id))
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
+
+
+def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime) -> int:
+    """Answer the rows an active standing approval matches; return how many."""
+    candidates = [r for r in rows if r.kind in ("approval", "review")]
+    if not candidates:
+        return 0
+    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
+                 .select_related("granted_by").order_by("created_at", "id"))
+    done = 0
+    for row in candidates:
+        rule = next((r for r in rules if policies.standing_matches(
+            r, agent=run.agent, request=row.request, now=now)), None)
+        if rule is None:
+            continue
+        row.status = AgentInterrupt.Status.DECIDED
+        row.decision = policies.standing_answer(row.request, rule)
+        row.decided_by, row.decided_at = rule.granted_by, now
+        row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+        grantor = rule.granted_by.get_username() if rule.granted_by else ""
+        audit(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,
+              surface="standing_approval", interrupt_ref=row.interrupt_id,
+              from_status=Pending, to_status=row.status,
+              payload={"answer": row.decision, "standing_approval": rule.pk,
+                       "grantor": grantor})
+        done += 1
+    return done
 
 
 def interrupts_cancel_pending(*, run: AgentRun, actor: Any, surface: str = "") -> int:
@@ -238,3 +495,17 @@ def interrupts_cancel_pending(*, run: AgentRun, actor: Any, surface: str = "") -
         notify_user_on_commit(run.owner_id, {"type": "interrupts_changed",
                                              "run_id": str(run.id)})
     return len(pending)
+
+
+def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "") -> int:
+    """Close the run's answers no segment will apply (the run is ending: cancelled or
+    failed) as cancelled, keeping the decision; return how many."""
+    decided = list(AgentInterrupt.objects.select_for_update().filter(
+        run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
+    for item in decided:
+        item.status = AgentInterrupt.Status.CANCELLED
+        item.save(update_fields=["status"])
+        audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, actor=actor, surface=surface,
+              interrupt_ref=item.interrupt_id, from_status=AgentInterrupt.Status.DECIDED,
+              to_status=item.status)
+    return len(decided)

@@ -89,7 +89,7 @@ def approval_node(tools: Sequence[BaseTool], policy: dict[str, ToolApproval]
                 + (f": {rule.description}" if rule.description else ""),
                 proposal=dict(call["args"]), allowed=list(rule.allowed),
                 edit_schema=args_schema(tool) if "edit" in rule.allowed else None,
-                reason="tool_approval")
+                reason="tool_approval", tool=call["name"])
             decision = answer["decision"]
             if decision == "approve":
                 new_calls.append(call)

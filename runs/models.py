@@ -67,13 +67,15 @@ class AgentRun(models.Model):
         BLOCKED = "blocked"
         FAILED = "failed"
         CANCELLED = "cancelled"
+        # An interrupt's deadline passed with no default answer (hitl policies).
+        EXPIRED = "expired"
 
     # Unfinished: at most one per thread.
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING)
     # A worker owes or does work: it will still publish on the run's channel.
     LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING)
     FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
-                Status.CANCELLED)
+                Status.CANCELLED, Status.EXPIRED)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,

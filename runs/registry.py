@@ -20,6 +20,21 @@ from pydantic import BaseModel
 
 
 @dataclass(frozen=True)
+class Policy:
+    """Defaults for an agent's interrupts (``hitl.policies``); a value the graph passes to
+    a ``hitl_*`` helper wins over these. Times in seconds; None = no deadline."""
+
+    assignees: tuple[str, ...] = ()  # usernames
+    groups: tuple[str, ...] = ()  # group names
+    requester_may_decide: bool = True
+    required_approvals: int = 1
+    reject_policy: str = "any"  # "any" rejection rejects, or "quorum" of rejections
+    timeout: float | None = None
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()  # group names
+
+
+@dataclass(frozen=True)
 class Agent:
     name: str
     version: str
@@ -30,6 +45,8 @@ class Agent:
     # Builds the graph's first state from the validated input and the user's message.
     initial_state: Callable[[BaseModel, str], dict[str, Any]]
     compatible_versions: frozenset[str] = field(default_factory=frozenset)
+    # Who may decide its interrupts and by when (defaults: anyone allowed, no deadline).
+    policy: Policy = field(default_factory=Policy)
 
     def accepts_version(self, version: str) -> bool:
         return version == self.version or version in self.compatible_versions

@@ -24,6 +24,8 @@ Status = AgentRun.Status
 # The worker's task, by name: `execution.tasks` defines it. The name predates the
 # package and stays, so messages already queued under it keep working.
 EXECUTE_TASK = "runs.tasks.run_execute"
+# Notifications (``hitl.tasks.notify_event``).
+RUN_FINISHED_TASK = "hitl.notify"
 
 
 def _label(actor: Any) -> str:
@@ -52,6 +54,12 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.save(update_fields=["status", "finished_at", "updated_at", *fields])
     audit(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor, from_status=before,
           to_status=to, payload=payload, surface=surface)
+    if to in AgentRun.FINISHED:
+        # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
+        # by name (hitl is the layer above), after commit.
+        run_id = str(run.id)
+        transaction.on_commit(lambda: celery_app.send_task(
+            RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}))
 
 
 def run_enqueue_on_commit(run: AgentRun) -> None:

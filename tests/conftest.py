@@ -18,7 +18,7 @@ from django.db import connection
 
 from agentsite import embedded
 from agentsite.celery import app as celery_app
-from agentsite.processes import free_port, web_process, worker_process
+from agentsite.processes import beat_process, free_port, web_process, worker_process
 
 QUEUE = f"agentsite-test-{os.getpid()}"
 
@@ -56,16 +56,23 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            # Test-only agents with a call log (tests/counting_agents.py), on the offline model.
            "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
                                                 "tests.counting_agents",
-                                                "tests.faulty_agents"]),
-           "AGENT_MODEL": ""}
+                                                "tests.faulty_agents",
+                                                "tests.policy_agents"]),
+           "AGENT_MODEL": "",
+           # Deadlines swept every 0.5 s; webhook retries after 0.2 s, 0.4 s, ….
+           "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2"}
     worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")
     web = web_process(port, env, log_dir)
+    beat = beat_process(env, log_dir)
     with django_db_blocker.unblock():
         worker.start()
         web.start()
+        beat.start()
     try:
-        yield {"worker": worker, "web": web, "base_url": f"http://127.0.0.1:{port}", "env": env}
+        yield {"worker": worker, "web": web, "beat": beat,
+               "base_url": f"http://127.0.0.1:{port}", "env": env}
     finally:
+        beat.stop()
         web.stop()
         worker.stop()
         from execution.checkpointer import close_checkpointer

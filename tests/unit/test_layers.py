@@ -23,9 +23,9 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("protocol", ["agui.events", "agui.mapper", "agui.outcomes"]),
     ("execution", ["execution"]),
     ("delivery", ["agui", "streams"]),
-    ("surfaces", ["api", "pages", "runs.admin", "hitl.admin", "workspace.admin",
-                  "workspace.api", "runs.management", "agentsite.urls", "agentsite.asgi",
-                  "agentsite.wsgi", "agentsite.launch"]),
+    ("surfaces", ["api", "pages", "runs.admin", "hitl.admin", "hitl.policy_admin",
+                  "workspace.admin", "workspace.api", "runs.management", "agentsite.urls",
+                  "agentsite.asgi", "agentsite.wsgi", "agentsite.launch"]),
     ("agents", ["agents"]),
 ]
 PACKAGES = ("agentsite", "runs", "hitl", "agui", "streams", "execution", "api", "pages",

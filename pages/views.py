@@ -121,7 +121,7 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
         messages[message.run_id].append(message)
     interrupts: dict[Any, list[AgentInterrupt]] = {rid: [] for rid in run_ids}
     for item in (AgentInterrupt.objects.filter(run_id__in=run_ids)
-                 .select_related("decided_by").order_by("created_at", "id")):
+                 .select_related("run", "decided_by").order_by("created_at", "id")):
         interrupts[item.run_id].append(item)
     live = read_runs(runs[-LIVE_RUNS:])
     blocks = []

@@ -17,6 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
+
+# The machine may be busy (real worker, real server): wait up to 15 s for what should appear.
+expect.set_options(timeout=15_000)
 
 # Playwright's sync API keeps an event loop running in this thread for the whole session,
 # and Django refuses ORM calls when it sees one; the tests' ORM calls are plain sync code.

@@ -120,7 +120,7 @@
       text.className = "msg__text msg__text--plain";
       text.setAttribute("aria-live", "polite");
       msg.appendChild(text);
-      run.insertBefore(msg, byId("tools-" + runId));
+      run.insertBefore(msg, byId("cards-" + runId));
     }
     msg.classList.remove("msg--empty");
     let text = msg.querySelector(".msg__text");

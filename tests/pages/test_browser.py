@@ -301,3 +301,33 @@ def test_phone_width_and_dark_scheme(login_as, shot):
     page.goto("/")
     expect(page.locator("[data-needs-answer]")).to_be_visible()
     shot(page, "phone-dark-list", full_page=False)
+
+
+def test_tool_calls_as_chips_and_markdown_answer(login_as, shot):
+    page = login_as("owner")
+    page.goto("/new/assistant/")
+    page.fill("#input-message", "Where do I download my invoices?")
+    page.click("#new-chat-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/c/[0-9a-f-]+/$"))
+    expect(page.locator("#run-status")).to_contain_text("Completed")
+    chip = page.locator(".chip", has_text="kb_search")
+    expect(chip).to_be_visible()
+    chip.locator("summary").click()
+    expect(chip.locator(".chip__result")).not_to_have_text("…")
+    expect(page.locator(".msg--assistant .prose strong").first).to_have_text(
+        "Billing and invoices")
+    shot(page, "chat-tool-chips", full_page=False)
+    page.reload()  # chips come back from the run's stored events
+    expect(page.locator(".chip", has_text="kb_search")).to_be_visible()
+
+
+def test_run_error_shows_a_banner(login_as):
+    page = login_as("owner")
+    start_chat(page, "faulty")
+    card = pending_card(page, "input")
+    card.locator("input[name=value]").fill("go")
+    card.locator("button[type=submit]").click()
+    expect(page.locator("#error-banner")).to_contain_text("boom")
+    expect(page.locator("#run-status")).to_contain_text("Failed")
+    expect(page.locator(".run__error")).to_contain_text("boom")
+    expect(page.locator("#composer-input")).to_be_enabled()

@@ -185,6 +185,15 @@ if CELERY_WORKER_POOL not in ("threads", "prefork", "solo"):
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_TASK_ALWAYS_EAGER = False
+# Crash and outage recovery (execution/reaper.py, run by every worker). A running segment
+# holds a lease of LEASE_SECONDS that its worker renews every third of it; a lapsed lease
+# means the worker is gone, and the segment goes to another worker. A queued / resuming
+# run nobody claimed for REQUEUE_AFTER_SECONDS (its task was never sent, or the broker
+# lost it) is sent again. The reaper looks every SWEEP_SECONDS. Duplicate sends are
+# harmless: a claim takes a segment once.
+AGENTSITE_LEASE_SECONDS = float(env_str("LEASE_SECONDS", "30"))
+AGENTSITE_REQUEUE_AFTER_SECONDS = float(env_str("REQUEUE_AFTER_SECONDS", "30"))
+AGENTSITE_SWEEP_SECONDS = float(env_str("SWEEP_SECONDS", "5"))
 # Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).

@@ -8,18 +8,21 @@ any transaction (``execution.executor``).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
-from agui.events import run_error
+from agui.events import run_error, run_finished_cancelled
 from hitl import services as interrupts
 from hitl.selectors import can_decide
 from runs import registry
@@ -27,7 +30,9 @@ from runs.models import AgentRun, Message
 from runs.services import run_transition
 from streams.publish import publish_on_commit
 
+log = logging.getLogger(__name__)
 Status = AgentRun.Status
+LEASE_FIELDS = ("lease_owner", "lease_expires_at")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,11 @@ class Segment:
     resume: Any
     initial_state: dict[str, Any] | None
     interrupt_ids: tuple[str, ...]
+    # The claim's lease token (AgentRun.lease_owner while this segment holds the run).
+    lease: str = ""
+    # Another claim held this segment and its lease lapsed (its worker died): carry on
+    # from the segment's last checkpoint.
+    takeover: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,40 +60,87 @@ class PendingInterrupt:
     request: dict[str, Any]
 
 
-def run_claim(*, run_id: str, segments_done: int | None = None,
-              redelivered: bool = False) -> Segment | None:
-    """Mark a queued / resuming run running and return what to execute, or None.
+def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
+              worker: str = "") -> Segment | None:
+    """Mark a queued / resuming run running under a fresh lease and return what to
+    execute, or None.
 
     This is where a run resumes: the answers not yet applied become the segment's
     ``Command(resume=...)`` value.
 
     ``segments_done`` is what the run had when this task was enqueued: a task whose
     segment was already claimed (a duplicate, or a stale redelivery) finds another
-    count and does nothing. A task redelivered after its worker died finds the run
-    still ``running`` on its own segment and takes over from the last checkpoint.
+    count and does nothing. A ``running`` run on that same segment is taken over only
+    when its lease has lapsed (its worker stopped renewing it: dead, not slow), or by
+    the retry of the claim that holds it (``lease``).
     """
+    now = timezone.now()
     with transaction.atomic():
+        _commit_without_flush()
         run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
         expected = run.segments if segments_done is None else segments_done
         fresh = run.status in (Status.QUEUED, Status.RESUMING) and run.segments == expected
-        takeover = (redelivered and run.status == Status.RUNNING
-                    and run.segments == expected + 1)
+        takeover = (run.status == Status.RUNNING and run.segments == expected + 1
+                    and ((lease and run.lease_owner == lease) or lease_lapsed(run, now)))
         if not (fresh or takeover):
             return None
         answered = interrupts.interrupts_to_apply(run)
         resume = interrupts.resume_value(answered) if answered else None
-        initial = _initial_state(run) if not answered and run.segments == 0 else None
-        run.segments += 1
-        if run.status != Status.RUNNING:
-            run_transition(run=run, to=Status.RUNNING, fields=("segments",))
-        else:
-            run.save(update_fields=["segments"])
+        # The first segment starts from the input, also when taken over before its
+        # first checkpoint (the executor decides from the checkpoint).
+        initial = _initial_state(run) if expected == 0 and not answered else None
+        previous = run.lease_owner
+        run.lease_owner = f"{worker or 'worker'}/{uuid.uuid4().hex[:16]}"[-200:]
+        run.lease_expires_at = now + timedelta(seconds=settings.AGENTSITE_LEASE_SECONDS)
+        if fresh:
+            run.segments += 1
+            run_transition(run=run, to=Status.RUNNING,
+                           fields=("segments", "lease_owner", "lease_expires_at"))
+        else:  # the same segment, now ours: no new status, no audit row
+            log.warning("run %s: segment %d taken over (lease of %r)", run.id, run.segments,
+                        previous)
+            run.save(update_fields=["lease_owner", "lease_expires_at", "updated_at"])
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
-                   initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered))
+                   initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
+                   lease=run.lease_owner, takeover=not fresh)
+
+
+def _commit_without_flush() -> None:
+    # The claim's commit need not wait for the WAL flush (~4 ms here): a claim lost with a
+    # Postgres crash leaves the run unclaimed, as if the task had not started, and the
+    # unacked task claims it again. The segment's synchronous pause / finish commit
+    # flushes it (WAL is flushed in order). Other commits stay synchronous.
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+def lease_lapsed(run: AgentRun, now: datetime) -> bool:
+    """No live claim holds the run's segment (released, or not renewed in time)."""
+    return (not run.lease_owner or run.lease_expires_at is None
+            or run.lease_expires_at <= now)
+
+
+def lease_renew(segment: Segment) -> bool:
+    """Extend the segment's lease; False when the run is no longer ours to run
+    (cancelled, failed, or taken over after our lease lapsed)."""
+    until = timezone.now() + timedelta(seconds=settings.AGENTSITE_LEASE_SECONDS)
+    return AgentRun.objects.filter(pk=segment.run_id, status=Status.RUNNING,
+                                   lease_owner=segment.lease).update(
+        lease_expires_at=until) == 1
+
+
+def segment_held(segment: Segment) -> bool:
+    """The run is still running on this segment's lease (checked between graph steps)."""
+    return AgentRun.objects.filter(pk=segment.run_id, status=Status.RUNNING,
+                                   lease_owner=segment.lease).exists()
+
+
+def run_status(run_id: str) -> str | None:
+    return AgentRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
 def _initial_state(run: AgentRun) -> dict[str, Any]:
@@ -93,10 +150,14 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
                               user_message.content if user_message else "")
 
 
-def _lock_running(run_id: str) -> AgentRun | None:
-    run = AgentRun.objects.select_for_update().get(pk=run_id)
-    # Locked: a cancel may have landed while the graph ran; its status wins.
-    return run if run.status == Status.RUNNING else None
+def _lock_running(segment: Segment) -> AgentRun | None:
+    run = AgentRun.objects.select_for_update().get(pk=segment.run_id)
+    # Locked: a cancel may have landed while the graph ran (its status wins), or our
+    # lease lapsed and another worker took the segment over (its claim wins).
+    if run.status != Status.RUNNING or run.lease_owner != segment.lease:
+        return None
+    run.lease_owner, run.lease_expires_at = "", None
+    return run
 
 
 def _close_segment(run: AgentRun, segment: Segment, text: str) -> None:
@@ -117,13 +178,13 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
               state: dict[str, Any]) -> AgentRun | None:
     """Store the graph's pending interrupts and pause the run; publish on commit."""
     with transaction.atomic():
-        run = _lock_running(segment.run_id)
+        run = _lock_running(segment)
         if run is None:
             return None
         _close_segment(run, segment, text)
         rows = interrupts.interrupts_open(
             run=run, requests=[(i.interrupt_id, i.request) for i in interrupts_raised])
-        run_transition(run=run, to=Status.PAUSED)
+        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS)
         publish_on_commit(run.id, outcomes.segment_end(
             run, state=state, messages=_messages(run), pending=rows))
     return run
@@ -133,43 +194,67 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
                state: dict[str, Any], reason: str = "") -> AgentRun | None:
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on commit."""
     with transaction.atomic():
-        run = _lock_running(segment.run_id)
+        run = _lock_running(segment)
         if run is None:
             return None
         _close_segment(run, segment, text)
         run.result = result
         if reason:
             run.error = reason
-        run_transition(run=run, to=status, fields=("result", "error"))
+        run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS))
         publish_on_commit(run.id, outcomes.segment_end(run, state=state,
                                                        messages=_messages(run)))
     return run
 
 
-def run_fail(*, run_id: str, error: str, code: str = "agent_error") -> AgentRun | None:
+def run_fail(*, run_id: str, error: str, code: str = "agent_error",
+             segment: Segment | None = None) -> AgentRun | None:
+    """Fail an unfinished run and close its open questions; publish RUN_ERROR on commit.
+
+    ``segment``: the failing segment's claim; if its lease was lost (another worker took
+    the segment over) the run is not ours to fail."""
     with transaction.atomic():
         run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.is_finished:
             return None
+        if segment is not None and segment.lease and run.lease_owner != segment.lease:
+            return None
+        interrupts.interrupts_cancel_pending(run=run, actor=None)
+        interrupts.interrupts_close_decided(run=run, actor=None)
         run.error = error[:10000]
-        run_transition(run=run, to=Status.FAILED, payload={"code": code}, fields=("error",))
+        run.lease_owner, run.lease_expires_at = "", None
+        run_transition(run=run, to=Status.FAILED, payload={"code": code},
+                       fields=("error", *LEASE_FIELDS))
         publish_on_commit(run.id, [run_error(message=error[:2000], code=code)])
     return run
 
 
 def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
-    """Cancel an unfinished run (its owner, or a reviewer); its open questions with it."""
+    """Cancel an unfinished run (its owner, or a reviewer); its open questions with it.
+
+    A running segment sees the cancel between two graph steps and stops there
+    (``execution.executor``)."""
+    now = timezone.now()
     with transaction.atomic():
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
         if run.is_finished:
             raise Conflict(f"run is already {run.status}", code="run_finished")
         interrupts.interrupts_cancel_pending(run=run, actor=actor, surface=surface)
-        was_paused = run.status == Status.PAUSED
-        run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface)
-        if was_paused:
-            # A paused run has no live AG-UI run; tell listeners it ended. A running
-            # segment ends its own AG-UI run when it finds the run cancelled.
+        interrupts.interrupts_close_decided(run=run, actor=actor, surface=surface)
+        before = run.status
+        # A live segment ends its own AG-UI run when it finds the run cancelled; with
+        # no segment live (paused; queued / resuming: no worker has started one; a
+        # running segment whose worker is gone) tell the listeners here.
+        segment_live = before == Status.RUNNING and not lease_lapsed(run, now)
+        run.lease_owner, run.lease_expires_at = "", None
+        run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface,
+                       fields=LEASE_FIELDS)
+        if before == Status.RUNNING and not segment_live:
+            # Its worker started an AG-UI run and died: close that run.
+            publish_on_commit(run.id, [run_finished_cancelled(thread_id=run.thread_id,
+                                                              run_id=str(run.id))])
+        elif not segment_live:
             publish_on_commit(run.id, outcomes.standalone_end(run))
     return run
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import logging
 
 import psycopg
+import redis.exceptions
 from celery import shared_task
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from django.db import OperationalError, close_old_connections
 
 from execution import executor, graphs, lifecycle
+from execution.reaper import Heartbeat, Reaper
 from runs.services import EXECUTE_TASK
 
 log = logging.getLogger(__name__)
 
 # Infrastructure hiccups are retried; an exception raised by the graph itself is not.
-TRANSIENT = (OperationalError, psycopg.OperationalError, ConnectionError)
+TRANSIENT = (OperationalError, psycopg.OperationalError, ConnectionError,
+             redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+_reaper: Reaper | None = None
 
 
 @worker_process_init.connect
@@ -27,25 +32,51 @@ def _fresh_process(**_: object) -> None:
     close_checkpointer()
 
 
+@worker_ready.connect
+def _start_reaper(**_: object) -> None:
+    # One reaper per worker (its main process): sends runs owed a task (execution.reaper).
+    global _reaper
+    _reaper = Reaper()
+    _reaper.start()
+
+
+@worker_shutdown.connect
+def _stop_reaper(**_: object) -> None:
+    if _reaper is not None:
+        _reaper.stopping.set()
+
+
 @shared_task(name=EXECUTE_TASK, bind=True, acks_late=True, max_retries=3, default_retry_delay=2)
-def run_execute(self, run_id: str, segments_done: int | None = None) -> None:
+def run_execute(self, run_id: str, segments_done: int | None = None, lease: str = "") -> None:
+    """Claim the run's next segment (or take over its lapsed one) and execute it.
+
+    ``lease``: set by our own retry, which may take back the segment its failed attempt
+    still holds."""
     close_old_connections()
-    delivery = self.request.delivery_info or {}
-    redelivered = bool(delivery.get("redelivered")) or self.request.retries > 0
+    segment = None
+    heartbeat = None
     try:
-        segment = lifecycle.run_claim(run_id=run_id, segments_done=segments_done,
-                                     redelivered=redelivered)
+        segment = lifecycle.run_claim(run_id=run_id, segments_done=segments_done, lease=lease,
+                                      worker=self.request.hostname or "")
         if segment is None:
             return
-        executor.execute(segment)
+        heartbeat = Heartbeat(segment)
+        heartbeat.start()
+        executor.execute(segment, lost=heartbeat.lost)
     except TRANSIENT as exc:
         if self.request.retries < self.max_retries:
             log.warning("run %s: transient failure, retrying: %s", run_id, exc)
-            raise self.retry(exc=exc) from exc
+            # If even the retry cannot be sent (broker down), the lease lapses and the
+            # reaper sends the segment again.
+            raise self.retry(exc=exc, kwargs={
+                "run_id": run_id, "segments_done": segments_done,
+                "lease": segment.lease if segment else lease}) from exc
         lifecycle.run_fail(run_id=run_id, error=f"infrastructure failure: {exc}",
-                          code="infrastructure_error")
+                           code="infrastructure_error", segment=segment)
     except Exception as exc:
         log.exception("run %s failed", run_id)
-        lifecycle.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}")
+        lifecycle.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}", segment=segment)
     finally:
+        if heartbeat is not None:
+            heartbeat.stop()
         close_old_connections()

@@ -94,6 +94,11 @@ class AgentRun(models.Model):
                                           on_delete=models.SET_NULL, related_name="+")
     # How many graph segments a worker has executed (1 + number of resumes).
     segments = models.PositiveIntegerField(default=0)
+    # The lease on a running segment (execution.lifecycle.run_claim): which claim holds it
+    # and until when. Its worker renews it while alive; once it lapses the reaper
+    # (execution.reaper) hands the segment to another worker.
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -8,6 +8,7 @@ the worker's claim / pause / finish and cancel in ``execution.lifecycle``.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 
+log = logging.getLogger(__name__)
 Status = AgentRun.Status
 # The worker's task, by name: `execution.tasks` defines it. The name predates the
 # package and stays, so messages already queued under it keep working.
@@ -65,11 +67,26 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
 def run_enqueue_on_commit(run: AgentRun) -> None:
     """Enqueue the run's next segment after commit. Caller holds the run's row lock.
 
+    The committed status (queued / resuming) is itself the durable record that the run
+    is owed a task: if the broker is down the send is only logged, the caller's change
+    stands (no 5xx hides it), and the reaper (``execution.reaper``) sends the task again
+    once the run has waited ``AGENTSITE_REQUEUE_AFTER_SECONDS``.
+
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
     """
     run_id, done = str(run.id), run.segments
-    transaction.on_commit(lambda: celery_app.send_task(EXECUTE_TASK, args=(run_id, done)))
+    transaction.on_commit(lambda: run_enqueue(run_id=run_id, segments_done=done))
+
+
+def run_enqueue(*, run_id: str, segments_done: int) -> bool:
+    """Send the task for the run's next segment now; False (logged) if the broker failed."""
+    try:
+        celery_app.send_task(EXECUTE_TASK, args=(run_id, segments_done))
+    except Exception as exc:  # any broker failure: the reaper sends it later
+        log.warning("run %s: enqueue failed, the reaper will send it: %s", run_id, exc)
+        return False
+    return True
 
 
 def _pending_ids(run: AgentRun) -> list[str]:

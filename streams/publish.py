@@ -100,9 +100,13 @@ def _evalsha_all(client: redis.Redis, sha: str, batches: dict[str, list[str]]) -
 
 
 def publish_on_commit(run_id: object, events: Iterable[BaseEvent]) -> None:
-    """Publish once the surrounding transaction commits (nothing if it rolls back)."""
+    """Publish once the surrounding transaction commits (nothing if it rolls back).
+
+    ``robust``: a Redis failure is logged, never raised into the caller, whose change
+    is committed. Events are recoverable (connect rebuilds a thread from the database);
+    business state must not depend on them."""
     events = list(events)
-    transaction.on_commit(lambda: publish(run_id, events))
+    transaction.on_commit(lambda: publish(run_id, events), robust=True)
 
 
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
@@ -113,4 +117,4 @@ def notify_user_on_commit(user_id: object, payload: dict) -> None:
                REVIEWERS_CHANNEL: [json.dumps({**payload, "owner_id": user_id},
                                               cls=DjangoJSONEncoder)]})
 
-    transaction.on_commit(send)
+    transaction.on_commit(send, robust=True)  # a Redis failure is logged, as above

@@ -19,6 +19,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from hitl import policies
 from hitl.models import AgentInterrupt
 
 REVIEW_LABELS = {"approve": "Approve", "edit": "Save edits", "reject": "Reject",
@@ -166,7 +167,8 @@ def _posted(values: dict[str, Any], name: str) -> Any:
 
 def card_context(interrupt: AgentInterrupt, *, action_url: str,
                  errors: dict[str, list[str]] | None = None, values: dict | None = None,
-                 can_answer: bool = True, htmx: bool = False) -> dict[str, Any]:
+                 can_answer: bool = True, htmx: bool = False,
+                 viewer: Any = None) -> dict[str, Any]:
     """Everything ``hitl/cards/card.html`` needs for one interrupt.
 
     ``errors``: field name → messages (from CardFormError or the service's InvalidInput);
@@ -181,6 +183,13 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     errors = defaultdict(list, {k: list(v) if isinstance(v, (list, tuple)) else [str(v)]
                                 for k, v in (errors or {}).items()})
     pending = interrupt.status == AgentInterrupt.Status.PENDING
+    # Who may decide (hitl.policies): four-eyes keeps the requester's card read-only
+    # ("waiting for a reviewer"); with no ``viewer`` the card assumes the requester views it.
+    waiting_for_reviewer = pending and not interrupt.requester_may_decide and (
+        viewer is None or getattr(viewer, "pk", None) == interrupt.run.owner_id)
+    if waiting_for_reviewer or (pending and viewer is not None
+                                and not policies.may_decide(viewer, interrupt)):
+        can_answer = False
     card: dict[str, Any] = {
         "interrupt_id": interrupt.interrupt_id,
         "run_id": str(interrupt.run_id),
@@ -202,6 +211,9 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         "htmx": htmx,
         "errors": errors,
         "values": values,
+        "waiting_for_reviewer": waiting_for_reviewer,
+        "assigned_to": _assigned_to(interrupt) if pending else [],
+        "approvals_label": _approvals_label(interrupt),
     }
     known = {"value", "values", "action", "reason", "feedback", "decision", "edited",
              "edited_json"}
@@ -272,8 +284,25 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
             card["summary"] = "Expired before anyone answered"
             card["state_label"] = "Expired"
     else:
-        card["state_label"] = "Waiting for an answer" if can_answer else "Waiting (read-only)"
+        card["state_label"] = ("Waiting for a reviewer" if waiting_for_reviewer
+                               else "Waiting for an answer" if can_answer
+                               else "Waiting (read-only)")
     return card
+
+
+def _assigned_to(interrupt: AgentInterrupt) -> list[str]:
+    if interrupt._state.adding:  # not stored (a preview): nobody assigned yet
+        return []
+    users, groups = policies.assigned_names(interrupt)
+    return users + [f"group {g}" for g in groups]
+
+
+def _approvals_label(interrupt: AgentInterrupt) -> str:
+    """ "2 of 3 approvals" for a quorum question, else ""."""
+    if interrupt.required_approvals <= 1 or interrupt._state.adding:
+        return ""
+    return policies.tally(interrupt.required_approvals,
+                          sum(1 for v in interrupt.votes.all() if v.approved))
 
 
 # --- form post → answer ---------------------------------------------------------------------

@@ -65,6 +65,10 @@ def _initial(data: AskInput, message: str) -> dict[str, Any]:
 register(Agent(name="policy_ask", version="1", description="one question, policy from input",
                input_model=AskInput, builder=_build, initial_state=_initial))
 register(Agent(name="policy_foureyes", version="1",
-               description="one approval; agent policy: four-eyes, 1 s deadline",
+               description="one question; agent policy: four-eyes",
                input_model=AskInput, builder=_build, initial_state=_initial,
-               policy=Policy(requester_may_decide=False, timeout=1.0)))
+               policy=Policy(requester_may_decide=False)))
+register(Agent(name="policy_deadline", version="1",
+               description="one question; agent policy: a 1 s deadline",
+               input_model=AskInput, builder=_build, initial_state=_initial,
+               policy=Policy(timeout=1.0)))

@@ -12,3 +12,13 @@ application = ASGIStaticFilesHandler(get_asgi_application())
 from agui.asgi import route_agui  # noqa: E402
 
 application = route_agui(application)
+
+from agentsite import timing  # noqa: E402
+
+if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG): stamp each request's arrival
+    _inner = application
+
+    async def application(scope, receive, send):  # noqa: ANN001, ANN201
+        if scope["type"] == "http":
+            timing.mark(scope["path"], "http_in")
+        await _inner(scope, receive, send)

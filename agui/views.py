@@ -25,6 +25,7 @@ stream holds no database connection.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -44,12 +45,12 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
-from agentsite import parsers
+from agentsite import parsers, timing
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
 from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
-from agui.relay import KEEPALIVE, RunEvents, relay_segment
+from agui.relay import KEEPALIVE, TERMINAL, RunEvents, relay_segment
 from execution import graphs
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
@@ -308,6 +309,8 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
             if item is KEEPALIVE:
                 yield ": keepalive\n\n"
             else:
+                if timing.enabled and item.type in TERMINAL:
+                    timing.mark(plan.run_id, "relay_end")
                 yield _encoder.encode(_rewrite(item, plan))
 
 
@@ -320,10 +323,15 @@ async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
     except RequestDataTooBig:
         return ApiError(413, "too_large", "The request body is over "
                         f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.").response()
+    arrived = time.time() if timing.enabled else 0.0
     try:
         plan = await _db_step(prepare)(request, agent, raw)
     except ApiError as err:
         return err.response()
+    if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG)
+        timing.mark(plan.run_id, "http_in", arrived)
+        timing.mark(plan.run_id, "service_done")
+        timing.mark(plan.client_thread_id, f"run={plan.run_id}")  # the client's name for it
     response = StreamingHttpResponse(_stream(plan), content_type=_encoder.get_content_type())
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

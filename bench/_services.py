@@ -1,10 +1,13 @@
-"""Start a web server (uvicorn) and a Celery worker for a benchmark, on the configured DB.
+"""Start a web server (uvicorn) and Celery worker(s) for a benchmark, on the configured DB.
 
-The processes are started the way the test suite starts them (``agentsite.processes``).
+The processes are started the way the test suite starts them (``agentsite.processes``),
+with the ``make run`` defaults (threads pool, ``WORKER_CONCURRENCY`` slots, INFO log).
+Every Stack writes the per-phase timing log (``agentsite.timing``) to its log folder.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import time
@@ -12,31 +15,44 @@ from pathlib import Path
 
 from agentsite.processes import ROOT, Process, free_port, healthy, web_process, worker_process
 
-__all__ = ["ROOT", "Stack", "free_port", "percentile", "report", "wait_healthy"]
+logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per request in the output
+
+__all__ = ["ROOT", "Stack", "free_port", "load", "percentile", "report", "wait_healthy"]
+
+
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min) and CPU count, for every printed number."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 class Stack:
-    def __init__(self, queue: str, concurrency: int = 2) -> None:
+    def __init__(self, queue: str, concurrency: int | None = None, workers: int = 1) -> None:
         from django.conf import settings
 
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.logs = Path(tempfile.mkdtemp(prefix="agentsite-bench-"))
+        self.timing_log = self.logs / "timing.jsonl"
         self.env = {**os.environ, "DATABASE_URL": os.environ["DATABASE_URL"],
                     "REDIS_URL": settings.REDIS_URL, "CELERY_QUEUE": queue,
-                    "AGENTSITE_EMBEDDED": os.environ.get("AGENTSITE_EMBEDDED", "0")}
-        self.queue, self.concurrency = queue, concurrency
-        self.logs = Path(tempfile.mkdtemp(prefix="agentsite-bench-"))
+                    "AGENTSITE_EMBEDDED": os.environ.get("AGENTSITE_EMBEDDED", "0"),
+                    "AGENTSITE_TIMING_LOG": str(self.timing_log)}
+        self.queue, self.workers = queue, workers
+        self.concurrency = concurrency or int(os.environ.get("WORKER_CONCURRENCY", "2"))
         self.procs: list[Process] = []
 
     def __enter__(self) -> Stack:
         self.procs = [
-            worker_process(self.queue, self.env, self.logs, concurrency=self.concurrency,
-                           loglevel="WARNING"),
+            *(worker_process(self.queue, self.env, self.logs, concurrency=self.concurrency,
+                             loglevel="INFO", name=f"bench{i}-{self.queue}@%h")
+              for i in range(self.workers)),
             web_process(self.port, self.env, self.logs, log_level="warning"),
         ]
+        for i, proc in enumerate(self.procs[:-1]):
+            proc.name = f"worker{i}"
         for proc in self.procs:
             proc.start()
-        time.sleep(2)  # let the worker connect to the broker
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -64,3 +80,17 @@ def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
     return ordered[k]
+
+
+def stock_checkpointer():  # noqa: ANN201
+    """LangGraph's PostgresSaver on its own pool with Postgres' defaults (the floor's
+    checkpointer: not ours, whose connections commit checkpoint writes asynchronously)."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    from execution.checkpointer import conninfo
+
+    pool = ConnectionPool(conninfo(), min_size=1, max_size=4, open=True, kwargs={
+        "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+    return PostgresSaver(pool)

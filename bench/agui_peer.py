@@ -1,16 +1,23 @@
-"""Full `dev` runs over AG-UI: agentsite's /agui/dev/ vs. ag-ui-langgraph's own endpoint.
+"""Full `dev` runs over AG-UI: agentsite's /agui/dev/ vs. ag-ui-langgraph's own endpoint
+and vs. the graph alone, every variant interleaved run by run.
 
 One full run = start + one resume per interrupt (4) until RUN_FINISHED(success), each
 an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
 - ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → Celery
-  worker runs the graph on PostgresSaver → events via Redis → relayed to the client.
-- peer: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``) serving
-  the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in its
-  own uvicorn process, on the same database. Needs the bench extra (``make bench``).
-- peer, schema cached: the same, except that the graph's JSON-schema keys are computed
-  once instead of on every request (stock ag-ui-langgraph 0.0.47 spends most of a
-  request in pydantic JSON-schema generation for a state with ``messages``): the
-  yardstick for a peer tuned by hand.
+  worker runs the graph on PostgresSaver → events via Redis → relayed to the client
+  (``make run`` defaults: one web process, one threads-pool worker with 2 slots).
+- peer, stock: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``)
+  serving the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in
+  its own uvicorn process, on the same database. Needs the bench extra (``make bench``).
+- peer, tuned: the same, tuned as a fair user would: the graph's JSON-schema keys
+  computed once instead of on every request (stock ag-ui-langgraph 0.0.47 spends most
+  of a request in pydantic JSON-schema generation for a state with ``messages``), and
+  RAW events off (``emit_raw_events=False``; the stock agent re-emits every LangGraph
+  event as RAW).
+- floor: the same graph with LangGraph + PostgresSaver (Postgres defaults) in this
+  process, no HTTP: invoke + 4 × Command(resume=...).
+Prints the machine load before and after and a per-phase breakdown of our resumed
+segments (``agentsite.timing``).
 
 Usage: python bench/agui_peer.py [--runs N] [--warmup N]
        (internal: --serve-peer PORT starts the peer server)
@@ -38,7 +45,17 @@ django.setup()
 
 import httpx  # noqa: E402
 
-from bench._services import ROOT, Stack, free_port, report, wait_healthy  # noqa: E402
+from agentsite import timing  # noqa: E402
+from bench import _timing  # noqa: E402
+from bench._services import (  # noqa: E402
+    ROOT,
+    Stack,
+    free_port,
+    load,
+    report,
+    stock_checkpointer,
+    wait_healthy,
+)
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
@@ -89,9 +106,10 @@ def serve_peer(port: int) -> None:
         # Package defaults, except the two switches that make it answer interrupts the
         # AG-UI 1.0 way (RUN_FINISHED.outcome, resume via RunAgentInput.resume) like ours.
         agent_class = LangGraphAgent
-        if os.environ.get("PEER_CACHE_SCHEMA") == "1":
-            # Tuned variant: the stock agent regenerates the graph's JSON schemas on every
-            # request (pydantic, most of its time with a `messages` state); cache them.
+        tuned = os.environ.get("PEER_TUNED") == "1"
+        if tuned:
+            # The stock agent regenerates the graph's JSON schemas on every request
+            # (pydantic, most of its time with a `messages` state): cache them.
             cache: dict[str, Any] = {}
 
             class CachedSchemaAgent(LangGraphAgent):
@@ -101,8 +119,12 @@ def serve_peer(port: int) -> None:
                     return cache["keys"]
 
             agent_class = CachedSchemaAgent
+        # Package defaults, except the two switches that make it answer interrupts the
+        # AG-UI 1.0 way (RUN_FINISHED.outcome, resume via RunAgentInput.resume) like ours;
+        # tuned: RAW events off too (ours sends none).
         agent = agent_class(name="dev", graph=graph, emit_interrupt_outcome=True,
-                            enable_legacy_on_interrupt_event=False)
+                            enable_legacy_on_interrupt_event=False,
+                            emit_raw_events=not tuned)
         add_langgraph_fastapi_endpoint(app, agent, "/dev/")
         yield
         await pool.close()
@@ -117,11 +139,14 @@ def serve_peer(port: int) -> None:
 
 
 OURS = "agentsite /agui/dev/"
+STOCK = "peer, stock (ag-ui-langgraph)"
+TUNED = "peer, tuned (schema cached, no RAW)"
+FLOOR = "floor: LangGraph+PostgresSaver"
 
 
-def start_peer(*, cache_schema: bool) -> tuple[subprocess.Popen, str]:
+def start_peer(*, tuned: bool) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    env = {**os.environ, "PEER_CACHE_SCHEMA": "1" if cache_schema else "0"}
+    env = {**os.environ, "PEER_TUNED": "1" if tuned else "0"}
     proc = subprocess.Popen([sys.executable, __file__, "--serve-peer", str(port)], cwd=ROOT,
                             env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -152,17 +177,36 @@ def run_input(thread_id: str, **extra: Any) -> dict:
             "tools": [], "context": [], "forwardedProps": {}, **extra}
 
 
-def full_run(client: httpx.Client, url: str, first: dict) -> float:
+def full_run(client: httpx.Client, url: str, first: dict, *, ours: bool = False) -> float:
     thread = str(uuid.uuid4())
     t0 = time.perf_counter()
     finished = read_segment(client, url, run_input(thread, **first))
     for payload in ANSWERS:
         (pending,) = finished["outcome"]["interrupts"]
+        if ours:
+            _timing.mark(thread, "client_send")
         finished = read_segment(client, url, run_input(thread, resume=[
             {"interruptId": pending["id"], "status": "resolved", "payload": payload}]))
+        if ours:
+            _timing.mark(thread, "client_done")
     elapsed = time.perf_counter() - t0
     outcome = finished.get("outcome")
     assert outcome is None or outcome.get("type") == "success", finished
+    return elapsed
+
+
+def floor_run(graph: Any) -> float:
+    from langgraph.types import Command
+
+    from agents import dev
+
+    t0 = time.perf_counter()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke(dev.initial_state(dev.DevInput(topic="bench"), ""), config)
+    for payload in ANSWERS:
+        graph.invoke(Command(resume=payload), config)
+    elapsed = time.perf_counter() - t0
+    assert graph.get_state(config).values["outcome"] == "completed"
     return elapsed
 
 
@@ -185,9 +229,11 @@ def main() -> None:
     user, _ = get_user_model().objects.get_or_create(username="bench")
     token, _ = Token.objects.get_or_create(user=user)
 
-    peers = {"peer (ag-ui-langgraph FastAPI)": start_peer(cache_schema=False),
-             "peer, schema cached (tuned)": start_peer(cache_schema=True)}
-    samples: dict[str, list[float]] = {name: [] for name in [*peers, OURS]}
+    from agents import dev
+
+    floor_graph = dev.build().compile(checkpointer=stock_checkpointer())
+    peers = {STOCK: start_peer(tuned=False), TUNED: start_peer(tuned=True)}
+    samples: dict[str, list[float]] = {name: [] for name in [OURS, TUNED, STOCK, FLOOR]}
     try:
         with Stack(f"agentsite-bench-{os.getpid()}") as stack, \
                 httpx.Client(timeout=30) as peer_client, \
@@ -198,16 +244,23 @@ def main() -> None:
 
             def one(name: str) -> float:
                 if name == OURS:
-                    return full_run(ours_client, "/agui/dev/", ours_first)
+                    return full_run(ours_client, "/agui/dev/", ours_first, ours=True)
+                if name == FLOOR:
+                    return floor_run(floor_graph)
                 return full_run(peer_client, f"{peers[name][1]}/dev/", peer_first)
 
             for _ in range(args.warmup):
                 for name in samples:
                     one(name)
+            timing.configure(str(stack.timing_log))
+            stack.timing_log.write_text("")  # only the measured runs
+            before = load()
             # Interleaved, so all see the same machine load.
             for _ in range(args.runs):
                 for name in samples:
                     samples[name].append(one(name))
+            after = load()
+            timing.configure("")
     finally:
         for proc, _url in peers.values():
             if proc.poll() is None:
@@ -215,14 +268,19 @@ def main() -> None:
                 proc.wait(30)
 
     print(f"dev agent over AG-UI: start + 4 resumes to RUN_FINISHED(success); database "
-          f"{settings.DATABASES['default']['NAME']} on {settings.DATABASES['default']['HOST']}; "
-          f"load average {os.getloadavg()[0]:.2f}")
-    results = {name: report(name, values, width=34) for name, values in samples.items()}
+          f"{settings.DATABASES['default']['NAME']} on {settings.DATABASES['default']['HOST']}")
+    print(f"interleaved, {args.runs} rounds; {before} before, {after} after")
+    results = {name: report(name, values, width=36) for name, values in samples.items()}
     o50, o99 = results[OURS]
-    for name in peers:
+    for name in (TUNED, STOCK, FLOOR):
         e50, e99 = results[name]
         print(f"ratio agentsite / {name:<31} p50={o50 / e50:6.2f} x   p99={o99 / e99:6.2f} x")
-    print("target: agentsite p50 <= 1.25 x the peer")
+    t50, t99 = results[TUNED]
+    f50, f99 = results[FLOOR]
+    print(f"ratio {TUNED + ' / floor':<43} p50={t50 / f50:6.2f} x   p99={t99 / f99:6.2f} x")
+    print("targets: agentsite <= 1.25 x the tuned peer and <= 3 x the floor (p50 and p99)")
+    _timing.print_breakdown(stack.timing_log, "AG-UI resume POST → RUN_FINISHED read from "
+                            "its SSE answer")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ be counted in pg_stat_activity. Then, all on loopback:
 3. N (500) concurrent open streams on the stream web process: its RSS, threads and
    Postgres connections before and with all open, and (2) again with all of them open.
 
+Prints the machine load before and after each part, and a per-phase breakdown of the
+dev runs' resumed segments (REST resume → RUN_FINISHED on the SSE stream).
+
 Usage: python bench/events.py [--runs 20] [--streams 500] [--publishes 300] [--wave 50]
 """
 
@@ -41,7 +44,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
-from bench._services import Stack, free_port, percentile, wait_healthy  # noqa: E402
+from agentsite import timing  # noqa: E402
+from agentsite.processes import web_process  # noqa: E402
+from bench import _timing  # noqa: E402
+from bench._services import Stack, free_port, load, percentile  # noqa: E402
 from streams.publish import publish  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
@@ -97,13 +103,15 @@ class Stream:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-def finishes(n: int):
+def finishes(n: int, run_id: str | None = None):
     count = 0
 
     def test(event: dict) -> bool:
         nonlocal count
         if event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
             count += 1
+            if run_id and count == n:
+                _timing.mark(run_id, "client_done")
         return count >= n
     return test
 
@@ -115,13 +123,14 @@ async def drive_run(rest: httpx.AsyncClient, sse: httpx.AsyncClient) -> list[flo
     try:
         first_live = None
         for i, payload in enumerate(ANSWERS, start=1):
-            finished = await stream.wait_for(finishes(i))
+            finished = await stream.wait_for(finishes(i, run["id"]))
             if first_live is None:
                 first_live = len(stream.events)
+            _timing.mark(run["id"], "client_send")
             r = await rest.post(f"/api/runs/{run['id']}/resume/", json={
                 "interrupt_id": finished["outcome"]["interrupts"][0]["id"], "payload": payload})
             assert r.status_code == 202, r.text
-        final = await stream.wait_for(finishes(len(ANSWERS) + 1))
+        final = await stream.wait_for(finishes(len(ANSWERS) + 1, run["id"]))
         assert final["outcome"]["type"] == "success", final
         return [(got - event["timestamp"] / 1000) * 1000
                 for got, event in stream.events[first_live:] if event.get("timestamp")]
@@ -178,15 +187,24 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
             httpx.AsyncClient(base_url=sse_url, headers=headers, timeout=timeout,
                               limits=limits) as sse:
         await drive_run(rest, sse)  # warm-up
+        timing.configure(str(stack.timing_log))
+        stack.timing_log.write_text("")
+        print(f"dev runs: {load()} before")
         lat: list[float] = []
-        runs = []
         for _ in range(args.runs):
             lat += await drive_run(rest, sse)
+        timing.configure("")
+        print(f"dev runs: {load()} after")
         report(f"worker event → SSE client, {args.runs} dev runs", lat)
         listed = (await rest.get("/api/runs/", params={"status": "completed"})).json()
         runs = [r["id"] for r in listed["results"]]
         report("publish() → SSE client, 1 stream open",
                await publish_latency(sse, runs[0], args.publishes))
+        print(f"publish(): {load()} after")
+        print("target: worker event → SSE client p99 <= 5 ms")
+        _timing.print_breakdown(stack.timing_log, "REST resume → RUN_FINISHED on the "
+                                "run's SSE stream")
+        print()
 
         rss0, threads0, pg0 = await sync_to_async(web_numbers)(sse_pid)
         t0 = time.perf_counter()
@@ -201,6 +219,7 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
         rss1, threads1, pg1 = await sync_to_async(web_numbers)(sse_pid)
         report(f"publish() → SSE client, {args.streams} streams open",
                await publish_latency(sse, runs[-1], args.publishes))
+        print(f"with {args.streams} streams: {load()} after")
         rss2, threads2, pg2 = await sync_to_async(web_numbers)(sse_pid)
         assert all(not s.task.done() for s in streams), "a stream ended early"
         for s in streams:
@@ -233,18 +252,18 @@ def main() -> None:
 
     with Stack(f"agentsite-bench-{os.getpid()}") as stack:
         port = free_port()
-        env = stack.env
-        stack.env = {**env, "PGAPPNAME": APP_NAME}  # only this process is counted
-        web = stack._spawn("web-sse", [sys.executable, "-m", "uvicorn",
-                                       "agentsite.asgi:application", "--host", "127.0.0.1",
-                                       "--port", str(port), "--no-access-log",
-                                       "--log-level", "warning"])
-        stack.env = env
-        sse_url = f"http://127.0.0.1:{port}"
-        wait_healthy(sse_url, stack.logs)
-        print(f"loopback; Redis {settings.REDIS_URL.split('@')[-1]}; "
-              f"database {settings.DATABASES['default']['NAME']}")
-        asyncio.run(bench(stack, sse_url, web.pid, token.key, args))
+        # The streams' web process, with its own application_name: only it is counted.
+        web = web_process(port, {**stack.env, "PGAPPNAME": APP_NAME}, stack.logs,
+                          log_level="warning")
+        web.name = "web-sse"
+        web.start()
+        try:
+            sse_url = f"http://127.0.0.1:{port}"
+            print(f"loopback; Redis {settings.REDIS_URL.split('@')[-1]}; "
+                  f"database {settings.DATABASES['default']['NAME']}")
+            asyncio.run(bench(stack, sse_url, web.proc.pid, token.key, args))
+        finally:
+            web.stop()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import redis.exceptions
 from django.conf import settings
 from langgraph.types import Command
 
+from agentsite import timing
 from agui.events import json_state, run_finished_cancelled, run_started, state_without_messages
 from agui.mapper import EventMapper
 from execution import graphs, lifecycle, recovery
@@ -87,6 +88,7 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
             _end_foreign(segment, out)
         return
     snapshot = graph.get_state(config)
+    timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     values = dict(snapshot.values or {})
     state = state_without_messages(values)
     pending = [PendingInterrupt(interrupt_id=i.id, request=_as_request(i.value))

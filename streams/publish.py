@@ -19,6 +19,7 @@ from django.db import transaction
 from django_eventstream.storage import EVENT_TIMEOUT
 from redis.exceptions import NoScriptError
 
+from agentsite import timing
 from streams.keys import (
     EVENT_KEY_PREFIX,
     PUBSUB_CHANNEL,
@@ -51,9 +52,16 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
     (its SSE views read them unchanged), but one connection per thread and one
     round trip per batch instead of a new connection and three per event.
     """
+    events = list(events)
     payloads = [json.dumps(to_wire(event)) for event in events]
-    if payloads:
-        _send({run_channel(run_id): payloads})
+    if not payloads:
+        return
+    if timing.enabled:
+        last = str(getattr(events[-1].type, "value", events[-1].type))
+        timing.mark(run_id, f"publish_start:{last}")
+    _send({run_channel(run_id): payloads})
+    if timing.enabled:
+        timing.mark(run_id, f"publish_end:{last}")
 
 
 # Numbers the batch, stores each event and fans it out, in one round trip (atomic, so

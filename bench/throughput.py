@@ -1,0 +1,135 @@
+"""Throughput: full `dev` runs per second over AG-UI with N concurrent clients.
+
+Each client loops: POST /agui/dev/ (start) + 4 resumes, each read to its RUN_FINISHED,
+until the measuring window ends; runs/s = runs finished in the window / its length.
+Stacks as ``make run`` starts them: one web process (uvicorn) and 1, then 2, Celery
+worker processes (threads pool, ``WORKER_CONCURRENCY`` slots each, default 2), on the
+configured Postgres and Redis. The clients run in this process (asyncio + httpx) and
+share the machine's CPUs with the product: the load is printed with every number.
+
+Usage: python bench/throughput.py [--clients 20] [--seconds 20] [--workers 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from agentsite import timing  # noqa: E402
+from bench import _timing  # noqa: E402
+from bench._services import Stack, load, percentile  # noqa: E402
+
+ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
+           {"approved": True}]
+
+
+async def segment(client: httpx.AsyncClient, body: dict) -> dict:
+    async with client.stream("POST", "/agui/dev/", json=body) as r:
+        if r.status_code != 200:
+            await r.aread()
+            raise RuntimeError(f"{r.status_code} {r.text[:300]}")
+        async for line in r.aiter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                if event["type"] == "RUN_ERROR":
+                    raise RuntimeError(f"RUN_ERROR {event}")
+                if event["type"] == "RUN_FINISHED":
+                    return event
+    raise RuntimeError("stream ended without RUN_FINISHED")
+
+
+def run_input(thread: str, **extra: object) -> dict:
+    return {"threadId": thread, "runId": str(uuid.uuid4()), "state": {}, "messages": [],
+            "tools": [], "context": [], "forwardedProps": {}, **extra}
+
+
+async def full_run(client: httpx.AsyncClient) -> None:
+    thread = str(uuid.uuid4())
+    finished = await segment(client, run_input(
+        thread, forwardedProps={"input": {"topic": "bench"}}))
+    for payload in ANSWERS:
+        (pending,) = finished["outcome"]["interrupts"]
+        _timing.mark(thread, "client_send")
+        finished = await segment(client, run_input(thread, resume=[
+            {"interruptId": pending["id"], "status": "resolved", "payload": payload}]))
+        _timing.mark(thread, "client_done")
+    assert finished["outcome"]["type"] == "success", finished
+
+
+async def drive(base_url: str, token: str, clients: int, seconds: float,
+                warmup: float) -> tuple[int, float, list[float]]:
+    limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits,
+                                 headers={"Authorization": f"Token {token}"}) as client:
+        start = time.monotonic()
+        measure_from, measure_to = start + warmup, start + warmup + seconds
+        done: list[tuple[float, float]] = []  # (finished at, took)
+
+        async def loop() -> None:
+            while time.monotonic() < measure_to:
+                t0 = time.monotonic()
+                await full_run(client)
+                done.append((time.monotonic(), time.monotonic() - t0))
+
+        await asyncio.gather(*(loop() for _ in range(clients)))
+        inside = [took for at, took in done if measure_from <= at <= measure_to]
+        return len(inside), seconds, inside
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--warmup", type=float, default=5)
+    parser.add_argument("--workers", default="1,2", help="worker process counts to try")
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    token, _ = Token.objects.get_or_create(user=user)
+    connection.close()
+
+    rows = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        with Stack(f"agentsite-bench-{os.getpid()}-{workers}", workers=workers) as stack:
+            timing.configure(str(stack.timing_log))
+            before = load()
+            count, seconds, took = asyncio.run(
+                drive(stack.base_url, token.key, args.clients, args.seconds, args.warmup))
+            after = load()
+            timing.configure("")
+            rows.append((workers, stack.concurrency, count / seconds, took, before, after,
+                         stack.timing_log))
+    print(f"\n{args.clients} concurrent clients, full dev runs over /agui/dev/ "
+          f"(start + 4 resumes), {args.seconds:.0f} s window after {args.warmup:.0f} s warm-up")
+    print(f"{'worker processes':<18}{'slots each':>11}{'runs/s':>9}{'run p50':>10}"
+          f"{'run p99':>10}   load")
+    for workers, slots, rate, took, before, after, _log in rows:
+        print(f"{workers:<18}{slots:>11}{rate:>9.1f}{percentile(took, 50) * 1000:>8.0f}ms"
+              f"{percentile(took, 99) * 1000:>8.0f}ms   {before} before, {after} after")
+    print("target: >= 40 runs/s with 20 clients, one web + one worker process")
+    _timing.print_breakdown(rows[0][-1], f"{rows[0][0]} worker process, {args.clients} "
+                            "clients")
+
+
+if __name__ == "__main__":
+    main()

@@ -185,6 +185,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     list_select_related = ["run", "run__owner"]
     # Django's full count would be a second COUNT over every row the user may see.
     show_full_result_count = False
+    # Facet counts would be one COUNT per filter choice over the whole queue.
+    show_facets = admin.ShowFacets.NEVER
     list_per_page = 50
     ordering = ["created_at", "id"]
     # What the search covers; get_search_results() below runs it (a whole UUID is an

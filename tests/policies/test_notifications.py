@@ -1,0 +1,124 @@
+"""Notifications: emails (Django's email framework; locmem here, the console backend in the
+test worker) to the assignees or the requester, and signed webhooks delivered by Celery
+with retries and backoff, logged per attempt."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hitl import notify
+from hitl.models import AgentWebhook, WebhookDelivery
+from tests.helpers import pending, wait_run
+from tests.policies.conftest import ask
+
+
+def _until(check, timeout: float = 20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_emails_go_to_assignees_or_the_requester(client_of, live, mailoutbox):
+    owner = client_of("owner")
+    run = ask(owner, assignees=["alice"], groups=["legal"])
+    item = pending(run)
+    # The worker sent them on commit (its console backend writes them to its log).
+    _until(lambda: "To: alice@example.com" in live["worker"].log()
+           and "To: carol@example.com" in live["worker"].log())
+    # The same task body, here with Django's locmem backend.
+    sent = notify.deliver(event="interrupt.created", run_id=run["id"], interrupt_pk=item["id"])
+    assert sent == {"emails": 2, "webhooks": 0}
+    assert sorted(m.to[0] for m in mailoutbox) == ["alice@example.com", "carol@example.com"]
+    message = mailoutbox[0]
+    assert message.subject == "[agentsite] Waiting for an answer: Ship it?"
+    assert f"/admin/hitl/agentinterrupt/{item['id']}/change/" in message.body
+    mailoutbox.clear()
+    # No assignees: the requester is told.
+    other = ask(owner)
+    notify.deliver(event="interrupt.created", run_id=other["id"],
+                   interrupt_pk=pending(other)["id"])
+    assert [m.to for m in mailoutbox] == [["owner@example.com"]]
+    mailoutbox.clear()
+    # Escalation tells the groups' members; a run's end its assignees.
+    notify.deliver(event="interrupt.escalated", run_id=other["id"],
+                   interrupt_pk=pending(other)["id"], groups=["legal"])
+    assert [m.to for m in mailoutbox] == [["carol@example.com"]]
+    assert mailoutbox[0].subject.startswith("[agentsite] Escalated to you")
+    mailoutbox.clear()
+    r = client_of("alice").post(f"/api/interrupts/{item['id']}/decision/",
+                                json={"payload": {"approved": True}})
+    assert r.status_code == 202
+    wait_run(owner, run["id"], "completed")
+    notify.deliver(event="run.finished", run_id=run["id"])
+    assert sorted(m.to[0] for m in mailoutbox) == ["alice@example.com", "carol@example.com"]
+    assert mailoutbox[0].subject == "[agentsite] policy_ask run completed"
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: list[tuple[dict[str, str], bytes]] = []
+    codes: list[int] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append((dict(self.headers), body))
+        code = type(self).codes.pop(0) if type(self).codes else 200
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver():
+    _Receiver.received, _Receiver.codes = [], [500]  # the first delivery fails
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_webhook_signed_and_retried_after_500(client_of, receiver):
+    secret = "s3cret"
+    hook = AgentWebhook.objects.create(
+        agent="policy_ask", url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
+        secret=secret)
+    owner = client_of("owner")
+    run = ask(owner, assignees=["alice"])
+    item = pending(run)
+    delivery = _until(lambda: WebhookDelivery.objects.filter(
+        webhook=hook, event="interrupt.created", status="delivered").first())
+    assert delivery.attempts == 2 and delivery.last_status_code == 200
+    assert len(_Receiver.received) == 2
+    for headers, raw in _Receiver.received:
+        expected = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+        assert headers["X-Agentsite-Signature"] == expected
+        assert headers["X-Agentsite-Event"] == "interrupt.created"
+    body = json.loads(_Receiver.received[-1][1])
+    assert body["event"] == "interrupt.created"
+    assert body["run"]["id"] == run["id"] and body["interrupt"]["id"] == item["id"]
+    assert body["interrupt"]["assignees"] == ["alice"]
+    decide = f"/admin/hitl/agentinterrupt/{item['id']}/change/"
+    assert body["interrupt"]["decide_url"].endswith(decide)
+    # The run's end is delivered too.
+    r = client_of("alice").post(f"/api/interrupts/{item['id']}/decision/",
+                                json={"payload": {"approved": True}})
+    assert r.status_code == 202
+    wait_run(owner, run["id"], "completed")
+    finished = _until(lambda: WebhookDelivery.objects.filter(
+        webhook=hook, event="run.finished", status="delivered").first())
+    assert finished.attempts == 1 and finished.body["run"]["status"] == "completed"

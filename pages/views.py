@@ -69,10 +69,16 @@ def _answer_url(conversation: Conversation, interrupt_id: str) -> str:
     return reverse("pages:answer", args=[conversation.pk, interrupt_id])
 
 
-def _card(conversation: Conversation, interrupt: AgentInterrupt, *, can_answer: bool = True,
+def _card(conversation: Conversation, interrupt: AgentInterrupt, *, viewer: Any,
           errors: dict | None = None, values: Any = None) -> dict[str, Any]:
     return card_context(interrupt, action_url=_answer_url(conversation, interrupt.interrupt_id),
-                        errors=errors, values=values, can_answer=can_answer, htmx=True)
+                        errors=errors, values=values, htmx=True, viewer=viewer)
+
+
+def _interrupts():
+    """Interrupts with what their cards read (run, decider, assignees, votes) in 5 queries."""
+    return (AgentInterrupt.objects.select_related("run", "decided_by")
+            .prefetch_related("assignees", "assigned_groups", "votes"))
 
 
 def _block_key(run: AgentRun) -> str:
@@ -80,7 +86,7 @@ def _block_key(run: AgentRun) -> str:
 
 
 def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
-                card_errors: dict[str, tuple[dict, Any]] | None = None,
+                viewer: Any, card_errors: dict[str, tuple[dict, Any]] | None = None,
                 request: HttpRequest | None = None) -> list[dict[str, Any]]:
     """One block per run: its messages, tool calls, cards, status and result.
 
@@ -95,7 +101,7 @@ def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
         cached = cache.get_many([_block_key(r) for r in runs[:-1]
                                  if r.status in AgentRun.FINISHED])
     todo = [r for r in runs if _block_key(r) not in cached]
-    blocks = _build_blocks(conversation, todo, card_errors) if todo else []
+    blocks = _build_blocks(conversation, todo, card_errors, viewer) if todo else []
     built = {b["run"].id: b for b in blocks}
     out, fresh = [], {}
     for run in runs:
@@ -114,14 +120,13 @@ def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
 
 
 def _build_blocks(conversation: Conversation, runs: list[AgentRun],
-                  card_errors: dict[str, tuple[dict, Any]]) -> list[dict[str, Any]]:
+                  card_errors: dict[str, tuple[dict, Any]], viewer: Any) -> list[dict[str, Any]]:
     run_ids = [r.id for r in runs]
     messages: dict[Any, list[Message]] = {rid: [] for rid in run_ids}
     for message in Message.objects.filter(run_id__in=run_ids).order_by("created_at", "id"):
         messages[message.run_id].append(message)
     interrupts: dict[Any, list[AgentInterrupt]] = {rid: [] for rid in run_ids}
-    for item in (AgentInterrupt.objects.filter(run_id__in=run_ids)
-                 .select_related("run", "decided_by").order_by("created_at", "id")):
+    for item in _interrupts().filter(run_id__in=run_ids).order_by("created_at", "id"):
         interrupts[item.run_id].append(item)
     live = read_runs(runs[-LIVE_RUNS:])
     blocks = []
@@ -140,7 +145,8 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
         cards = []
         for item in interrupts[run.id]:
             errors, values = card_errors.get(item.interrupt_id, (None, None))
-            cards.append(_card(conversation, item, errors=errors, values=values))
+            cards.append(_card(conversation, item, viewer=viewer, errors=errors,
+                               values=values))
         blocks.append({
             "run": run, "messages": items, "cards": cards,
             "pending": sum(1 for c in cards if c["pending"]),
@@ -191,7 +197,8 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
                   card_errors: dict | None = None, composer_error: str = "",
                   composer_text: str = "") -> dict[str, Any]:
     runs = list(AgentRun.objects.filter(conversation=conversation).order_by("created_at", "id"))
-    blocks = _run_blocks(conversation, runs, card_errors=card_errors, request=request)
+    blocks = _run_blocks(conversation, runs, viewer=request.user, card_errors=card_errors,
+                         request=request)
     latest = runs[-1] if runs else None
     latest_block = blocks[-1] if blocks else None
     agent = registry.get(conversation.agent)
@@ -280,7 +287,7 @@ def run_fragment(request: HttpRequest, conversation_id: str, run_id: str) -> Htt
     """One run's block (messages, tools, cards, status); the page swaps it in when a run ends."""
     conversation, is_owner = _conversation(request, conversation_id)
     run = _run_of(conversation, run_id)
-    block = _run_blocks(conversation, [run])[0]
+    block = _run_blocks(conversation, [run], viewer=request.user)[0]
     return render(request, "pages/_run.html", {"block": block, "conversation": conversation})
 
 
@@ -308,8 +315,8 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
     """Answer one card. With htmx: the card, re-rendered. Without: redirect back (or the
     page with the card's errors)."""
     conversation, _ = _conversation(request, conversation_id)
-    interrupt = (AgentInterrupt.objects.select_related("run", "decided_by")
-                 .filter(run__conversation=conversation, interrupt_id=interrupt_id).first())
+    interrupt = _interrupts().filter(run__conversation=conversation,
+                                     interrupt_id=interrupt_id).first()
     if interrupt is None:
         raise Http404("no such question")
     errors: dict[str, list[str]] | None = None
@@ -329,19 +336,21 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
         message = {"already_decided": "Someone else answered this first.",
                    "expired": "This question expired before your answer arrived."}
         errors, status = {"__all__": [message.get(err.code, err.detail)]}, err.status
+    except ServiceError as err:  # e.g. 403: four-eyes, or assigned to someone else
+        errors, status = {"__all__": [err.detail]}, err.status
     if errors is None:
         if _is_htmx(request):
-            interrupt.refresh_from_db()
+            interrupt = _interrupts().get(pk=interrupt.pk)
             return render(request, "hitl/cards/card.html",
-                          {"card": _card(conversation, interrupt)})
+                          {"card": _card(conversation, interrupt, viewer=request.user)})
         return redirect(reverse("pages:chat", args=[conversation.pk])
                         + f"#card-{interrupt.interrupt_id}")
-    interrupt.refresh_from_db()
+    interrupt = _interrupts().get(pk=interrupt.pk)
     values = request.POST if status == 400 else None
     if _is_htmx(request):
         # 200 so htmx swaps the card in; the card itself carries the errors.
         return render(request, "hitl/cards/card.html", {"card": _card(
-            conversation, interrupt, errors=errors, values=values)})
+            conversation, interrupt, viewer=request.user, errors=errors, values=values)})
     _, is_owner = _conversation(request, conversation_id)
     context = _chat_context(request, conversation, is_owner,
                             card_errors={interrupt.interrupt_id: (errors, values)})

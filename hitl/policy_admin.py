@@ -25,13 +25,20 @@ class StandingApprovalAdmin(admin.ModelAdmin):
     readonly_fields = ["granted_by", "created_at", "revoked_at", "revoked_by"]
     actions = ["revoke_selected"]
 
-    # Granting approves future interrupts in reviewers' stead: reviewers only.
+    # A rule approves future interrupts in reviewers' stead: reviewers (hitl.decide_interrupt,
+    # staff) see, grant and revoke them.
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_staff and is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.is_staff and is_reviewer(request.user)
+
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_reviewer(request.user) and super().has_add_permission(request)
+        return request.user.is_staff and is_reviewer(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # A rule is not edited in place (the audit names it): revoke it and grant another.
-        return obj is None and is_reviewer(request.user)
+        return obj is None and request.user.is_staff and is_reviewer(request.user)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -69,7 +69,8 @@ def test_killed_worker_is_restarted_and_sigterm_stops_all(tmp_path):
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_QUEUE": f"agentsite-launch-{uuid.uuid4().hex[:8]}", "PORT": str(port),
            "SECRET_KEY": "launcher-test", "WORKER_CONCURRENCY": "1", "PYTHONUNBUFFERED": "1",
-           "LAUNCH_BACKOFF_FIRST": "0.5"}
+           "LAUNCH_BACKOFF_FIRST": "0.5",
+           "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule")}
     env.pop("AGENTSITE_EMBEDDED", None)
     log = tmp_path / "launch.log"
     with open(log, "w") as out:

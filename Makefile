@@ -43,6 +43,8 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) bench/cycle.py
 	$(PY) bench/agui_peer.py
+	$(PY) bench/events.py
+	$(PY) bench/throughput.py
 
 clean-data:
 	$(PY) -m agentsite.embedded stop

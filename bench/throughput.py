@@ -76,7 +76,7 @@ async def full_run(client: httpx.AsyncClient) -> None:
 
 
 async def drive(base_url: str, token: str, clients: int, seconds: float,
-                warmup: float) -> tuple[int, float, list[float]]:
+                warmup: float) -> tuple[int, float, list[float], int]:
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits,
                                  headers={"Authorization": f"Token {token}"}) as client:
@@ -92,14 +92,24 @@ async def drive(base_url: str, token: str, clients: int, seconds: float,
 
         await asyncio.gather(*(loop() for _ in range(clients)))
         inside = [took for at, took in done if measure_from <= at <= measure_to]
-        return len(inside), seconds, inside
+        return len(inside), seconds, inside, len(done)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of processes and their threads so far (children excluded)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--warmup", type=float, default=5)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--warmup", type=float, default=10)
     parser.add_argument("--workers", default="1,2", help="worker process counts to try")
     args = parser.parse_args()
 
@@ -113,21 +123,33 @@ def main() -> None:
         with Stack(f"agentsite-bench-{os.getpid()}-{workers}", workers=workers) as stack:
             timing.configure(str(stack.timing_log))
             before = load()
-            count, seconds, took = asyncio.run(
+            pids = [proc.proc.pid for proc in stack.procs]
+            web_pid = stack.procs[-1].proc.pid
+            cpu0, web0, bench0 = cpu_seconds(pids), cpu_seconds([web_pid]), time.process_time()
+            count, seconds, took, runs = asyncio.run(
                 drive(stack.base_url, token.key, args.clients, args.seconds, args.warmup))
+            # CPU per run over the whole drive (warm-up and tail included): product, clients.
+            cpu = (cpu_seconds(pids) - cpu0, cpu_seconds([web_pid]) - web0,
+                   time.process_time() - bench0)
             after = load()
             timing.configure("")
             rows.append((workers, stack.concurrency, count / seconds, took, before, after,
-                         stack.timing_log))
+                         stack.timing_log, cpu, runs))
     print(f"\n{args.clients} concurrent clients, full dev runs over /agui/dev/ "
           f"(start + 4 resumes), {args.seconds:.0f} s window after {args.warmup:.0f} s warm-up")
     print(f"{'worker processes':<18}{'slots each':>11}{'runs/s':>9}{'run p50':>10}"
           f"{'run p99':>10}   load")
-    for workers, slots, rate, took, before, after, _log in rows:
+    for workers, slots, rate, took, before, after, _log, _cpu, _runs in rows:
+        took = took or [float("nan")]
         print(f"{workers:<18}{slots:>11}{rate:>9.1f}{percentile(took, 50) * 1000:>8.0f}ms"
               f"{percentile(took, 99) * 1000:>8.0f}ms   {before} before, {after} after")
+    print("CPU time per full run (all runs of the drive, warm-up included):")
+    for workers, _slots, _rate, _took, _b, _a, _log, (product, web, clients), runs in rows:
+        print(f"  {workers} worker process(es): web + workers {product / runs * 1000:.0f} ms "
+              f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
+              f"(2 CPUs give at most {2 / (product / runs):.0f} runs/s to the product alone)")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
-    _timing.print_breakdown(rows[0][-1], f"{rows[0][0]} worker process, {args.clients} "
+    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker process, {args.clients} "
                             "clients")
 
 

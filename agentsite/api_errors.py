@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import bad_request as default_bad_request
 from django.views.defaults import page_not_found
@@ -25,6 +28,12 @@ def _flatten(detail: Any) -> Any:
     return str(detail)
 
 
+log = logging.getLogger(__name__)
+
+# Postgres or Redis not answering (down, restarting, pool exhausted): a 503 the client
+# may retry after a moment, not a 500.
+UNAVAILABLE = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError)
+
 # Where errors are JSON (the API and AG-UI); Django's pages elsewhere.
 JSON_PREFIXES = ("/api/", "/agui/")
 
@@ -34,9 +43,17 @@ def _too_big_body() -> dict[str, Any]:
     return {"code": "too_large", "detail": f"The request body is over {limit} bytes."}
 
 
+def unavailable_body(exc: Exception) -> dict[str, Any]:
+    log.warning("backing service unavailable: %s: %s", type(exc).__name__, exc)
+    return {"code": "unavailable",
+            "detail": "The database or Redis is not answering; retry in a few seconds."}
+
+
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, RequestDataTooBig):
         return Response(_too_big_body(), status=413)
+    if isinstance(exc, UNAVAILABLE):
+        return Response(unavailable_body(exc), status=503, headers={"Retry-After": "2"})
     if isinstance(exc, ServiceError):
         body: dict[str, Any] = {"code": exc.code, "detail": exc.detail, **exc.extra}
         if exc.fields:

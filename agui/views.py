@@ -46,6 +46,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
 from agentsite import parsers, timing
+from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
 from agui import outcomes
@@ -328,6 +329,10 @@ async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
         plan = await _db_step(prepare)(request, agent, raw)
     except ApiError as err:
         return err.response()
+    except UNAVAILABLE as exc:
+        response = JsonResponse(unavailable_body(exc), status=503)
+        response["Retry-After"] = "2"
+        return response
     if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG)
         timing.mark(plan.run_id, "http_in", arrived)
         timing.mark(plan.run_id, "service_done")

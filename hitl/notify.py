@@ -37,7 +37,12 @@ EVENTS = ("interrupt.created", "interrupt.escalated", "run.finished")
 
 
 def send_task(name: str, *args: Any, **kwargs: Any) -> None:
-    celery_app.send_task(name, args=args, kwargs=kwargs)
+    # Called on commit: a broker failure must not raise into a caller whose change is
+    # committed (a worker would fail a run it just paused). Logged, and lost.
+    try:
+        celery_app.send_task(name, args=args, kwargs=kwargs)
+    except Exception as exc:
+        log.warning("task %s not sent (broker unavailable): %s", name, exc)
 
 
 def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = None,

@@ -60,8 +60,9 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
         # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
         # by name (hitl is the layer above), after commit.
         run_id = str(run.id)
+        # robust: with the broker down the notice is logged as lost; the change stands.
         transaction.on_commit(lambda: celery_app.send_task(
-            RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}))
+            RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}), robust=True)
 
 
 def run_enqueue_on_commit(run: AgentRun) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -44,14 +45,29 @@ class Cluster:
                         "tests.slow_agents"]),
                     **RECOVERY_ENV, **extra}
         self.processes: list[Process] = []
+        self.stopping = threading.Event()
+        self.restarts: list[float] = []
 
-    def worker(self, name: str = "worker") -> Process:
+    def worker(self, name: str = "worker", supervised: bool = False) -> Process:
+        """A worker; ``supervised``: started again whenever it exits, as the launcher
+        (`make run`) and docker-compose (restart policy) do."""
         proc = worker_process(self.queue, self.env, self.log_dir,
                               name=f"{name}-{uuid.uuid4().hex[:6]}@%h")
         proc.name = name
         self.processes.append(proc)
         proc.start()
+        if supervised:
+            threading.Thread(target=self._supervise, args=(proc,), daemon=True).start()
         return proc
+
+    def _supervise(self, proc: Process) -> None:
+        while not self.stopping.wait(0.2):
+            if proc.proc is not None and proc.proc.poll() is not None:
+                self.restarts.append(time.time())
+                try:
+                    proc.start()
+                except RuntimeError:
+                    pass  # try again on the next look
 
     def web(self, name: str = "web") -> tuple[Process, str]:
         port = free_port()
@@ -62,6 +78,7 @@ class Cluster:
         return proc, f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
+        self.stopping.set()
         for proc in reversed(self.processes):
             proc.stop()
 

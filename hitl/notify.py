@@ -51,7 +51,8 @@ def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = N
     kwargs = {"event": event, "run_id": str(run.id),
               "interrupt_pk": str(interrupt.pk) if interrupt is not None else None,
               "groups": groups}
-    transaction.on_commit(lambda: send_task(NOTIFY_TASK, **kwargs))
+    # robust: a broker that is down loses the notification (logged), not the caller's answer.
+    transaction.on_commit(lambda: send_task(NOTIFY_TASK, **kwargs), robust=True)
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -144,7 +145,7 @@ def deliver(*, event: str, run_id: str, interrupt_pk: str | None = None,
             deliveries.append(WebhookDelivery.objects.create(webhook=hook, event=event,
                                                              body=body))
         for item in deliveries:
-            transaction.on_commit(lambda pk=item.pk: send_task(DELIVER_TASK, pk))
+            transaction.on_commit(lambda pk=item.pk: send_task(DELIVER_TASK, pk), robust=True)
     return {"emails": sent, "webhooks": len(deliveries)}
 
 

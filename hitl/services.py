@@ -451,7 +451,8 @@ def interrupts_open(*, run: AgentRun,
     if auto and not any(r.status == Pending for r in rows):
         # The run is being paused in this transaction; once that commits, resume it.
         run_id = str(run.id)
-        transaction.on_commit(lambda: notify.send_task(notify.RESUME_TASK, run_id))
+        transaction.on_commit(lambda: notify.send_task(notify.RESUME_TASK, run_id),
+                              robust=True)
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
 

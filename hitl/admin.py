@@ -518,13 +518,10 @@ def _with_param(request: HttpRequest, key: str, value: str) -> str:
 
 def _chat_url(obj: AgentInterrupt) -> str | None:
     # The chat pages are another surface; link to them when they are installed.
-    for name, args in (("pages:conversation", [obj.run.conversation_id]),
-                       ("pages:run", [obj.run_id])):
-        try:
-            return reverse(name, args=args)
-        except NoReverseMatch:
-            continue
-    return None
+    try:
+        return reverse("pages:chat", args=[obj.run.conversation_id])
+    except NoReverseMatch:
+        return None
 
 
 def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:

@@ -110,6 +110,8 @@ def test_reviewer_decides_anyones_interrupt(staff, paused_run):
     assert page.status_code == 200
     assert b'data-interrupt-id="' + row.interrupt_id.encode() in page.content
     assert b"please do thing" in page.content  # the conversation so far
+    assert f'href="/c/{row.run.conversation_id}/"'.encode() in page.content  # its chat page
+    assert f'href="/admin/runs/agentrun/{row.run_id}/change/"'.encode() in page.content
     response = client.post(_change(row) + "?_after=queue", {"decision": "approve"})
     assert response.status_code == 302
     row.refresh_from_db()

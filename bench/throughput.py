@@ -2,12 +2,13 @@
 
 Each client loops: POST /agui/dev/ (start) + 4 resumes, each read to its RUN_FINISHED,
 until the measuring window ends; runs/s = runs finished in the window / its length.
-Stacks as ``make run`` starts them: one web process (uvicorn) and 1, then 2, Celery
-worker processes (threads pool, ``WORKER_CONCURRENCY`` slots each, default 2), on the
+Stacks as ``make run`` starts them: one web process (uvicorn) and Celery worker
+processes (threads pool): 1 worker with 2 slots (the ``make run`` default), 2 workers
+with 2 slots each, and 1 worker with 8 slots (``WORKER_CONCURRENCY=8``), on the
 configured Postgres and Redis. The clients run in this process (asyncio + httpx) and
 share the machine's CPUs with the product: the load is printed with every number.
 
-Usage: python bench/throughput.py [--clients 20] [--seconds 20] [--workers 1,2]
+Usage: python bench/throughput.py [--clients 20] [--seconds 30] [--configs 1x2,2x2,1x8]
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=10)
-    parser.add_argument("--workers", default="1,2", help="worker process counts to try")
+    parser.add_argument("--configs", default="1x2,2x2,1x8",
+                        help="worker processes x slots each, to try in turn (1x2 = make run)")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -119,8 +121,10 @@ def main() -> None:
     connection.close()
 
     rows = []
-    for workers in [int(w) for w in args.workers.split(",")]:
-        with Stack(f"agentsite-bench-{os.getpid()}-{workers}", workers=workers) as stack:
+    for config in args.configs.split(","):
+        workers, slots = (int(n) for n in config.split("x"))
+        with Stack(f"agentsite-bench-{os.getpid()}-{config}", workers=workers,
+                   concurrency=slots) as stack:
             timing.configure(str(stack.timing_log))
             before = load()
             pids = [proc.proc.pid for proc in stack.procs]
@@ -144,12 +148,12 @@ def main() -> None:
         print(f"{workers:<18}{slots:>11}{rate:>9.1f}{percentile(took, 50) * 1000:>8.0f}ms"
               f"{percentile(took, 99) * 1000:>8.0f}ms   {before} before, {after} after")
     print("CPU time per full run (all runs of the drive, warm-up included):")
-    for workers, _slots, _rate, _took, _b, _a, _log, (product, web, clients), runs in rows:
-        print(f"  {workers} worker process(es): web + workers {product / runs * 1000:.0f} ms "
+    for workers, slots, _rate, _took, _b, _a, _log, (product, web, clients), runs in rows:
+        print(f"  {workers} worker(s) x {slots} slots: web + workers {product / runs * 1000:.0f} ms "
               f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
               f"(2 CPUs give at most {2 / (product / runs):.0f} runs/s to the product alone)")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
-    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker process, {args.clients} "
+    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, {args.clients} "
                             "clients")
 
 

@@ -149,12 +149,13 @@ def main() -> None:
               f"{percentile(took, 99) * 1000:>8.0f}ms   {before} before, {after} after")
     print("CPU time per full run (all runs of the drive, warm-up included):")
     for workers, slots, _rate, _took, _b, _a, _log, (product, web, clients), runs in rows:
-        print(f"  {workers} worker(s) x {slots} slots: web + workers {product / runs * 1000:.0f} ms "
+        print(f"  {workers} worker(s) x {slots} slots: web + workers "
+              f"{product / runs * 1000:.0f} ms "
               f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
               f"(2 CPUs give at most {2 / (product / runs):.0f} runs/s to the product alone)")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
-    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, {args.clients} "
-                            "clients")
+    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, "
+                            f"{args.clients} clients")
 
 
 if __name__ == "__main__":

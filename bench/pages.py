@@ -193,7 +193,7 @@ def card_latency(db_url: str, cards: int) -> None:
         while len(samples) < cards:
             page.goto("/new/dev/")
             page.click("#new-chat-form button[type=submit]")
-            page.wait_for_selector(".card[data-status=pending].card--input")
+            page.wait_for_selector(".card[data-status=pending].card--input", timeout=90_000)
             run_id = page.locator("#chat").get_attribute("data-run-id")
             page.fill(".card[data-status=pending] input[name=value]", "Bench")
             page.click(".card[data-status=pending] button[type=submit]")

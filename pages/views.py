@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, ServiceError
 from execution.lifecycle import run_cancel
+from hitl import policies
 from hitl.cards import CardFormError, answer_from_post, card_context
 from hitl.models import AgentInterrupt
 from hitl.selectors import is_reviewer
@@ -150,6 +151,7 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
         blocks.append({
             "run": run, "messages": items, "cards": cards,
             "pending": sum(1 for c in cards if c["pending"]),
+            "answerable": sum(1 for c in cards if c["answerable"]),
             "tools": state.tool_calls if state else [],
             "step": state.step if state else "",
             "live": run.status in AgentRun.LIVE,
@@ -172,11 +174,15 @@ def _result(run: AgentRun) -> Any:
 
 
 def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | None,
-              pending: int, *, error: str = "", text: str = "") -> dict[str, Any]:
+              pending: int, *, error: str = "", text: str = "",
+              answerable: int | None = None) -> dict[str, Any]:
     reason = ""
     if not is_owner:
         reason = ("You are viewing someone else's conversation as a reviewer: you can answer "
                   "its questions, not write in it.")
+    elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending \
+            and answerable == 0:
+        reason = "Waiting for a reviewer to answer the question above."
     elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending:
         reason = ("Answer the question above to continue." if pending == 1 else
                   f"Answer the {pending} questions above to continue.")
@@ -211,7 +217,8 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
         "latest_block": latest_block,
         "composer": _composer(conversation, is_owner, latest,
                               latest_block.get("pending", 0) if latest_block else 0,
-                              error=composer_error, text=composer_text),
+                              error=composer_error, text=composer_text,
+                              answerable=latest_block.get("answerable") if latest_block else None),
         "events_url": f"/api/runs/{latest.id}/events/" if latest else "",
         "last_event_id": (f"run-{latest.id}:{latest_block['last_event_id']}"
                           if latest and latest_block.get("last_event_id") else ""),
@@ -296,9 +303,11 @@ def run_fragment(request: HttpRequest, conversation_id: str, run_id: str) -> Htt
 def composer_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation, is_owner = _conversation(request, conversation_id)
     latest = AgentRun.objects.filter(conversation=conversation).order_by("-created_at").first()
-    pending = latest.interrupts.filter(status=PENDING).count() if latest else 0
+    waiting = list(_interrupts().filter(run=latest, status=PENDING)) if latest else []
+    answerable = sum(1 for i in waiting if policies.may_decide(request.user, i))
     return render(request, "pages/_composer.html",
-                  {"composer": _composer(conversation, is_owner, latest, pending),
+                  {"composer": _composer(conversation, is_owner, latest, len(waiting),
+                                         answerable=answerable),
                    "conversation": conversation})
 
 

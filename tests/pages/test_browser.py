@@ -153,14 +153,15 @@ def test_reload_while_running_and_while_paused(login_as):
     start_chat(page, "tasklist", doc="docs://versions/v1.0.md")
     page.reload()  # straight after the start: the run is queued or running
     pending_card(page, "review")
-    text = page.locator(".msg--assistant .msg__text").first.inner_text()
-    assert "scope items" in text
+    message = page.locator(".run[data-status=paused] .msg--assistant .prose")
+    expect(message).to_contain_text("scope items")
+    text = message.inner_text()
     ids = card_ids(page)
     assert len(ids) == 1
     page.reload()
     expect(page.locator(PENDING)).to_have_count(1)
     assert card_ids(page) == ids
-    assert page.locator(".msg--assistant .msg__text").first.inner_text() == text
+    assert page.locator(".run[data-status=paused] .msg--assistant .prose").inner_text() == text
 
 
 def test_two_pages_see_an_answer(login_as):

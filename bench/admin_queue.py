@@ -32,7 +32,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from bench._services import percentile  # noqa: E402
+from bench._services import load, percentile  # noqa: E402
 
 BENCH_DB = "agentsite_bench_admin"
 USERS, RUNS, PER_RUN = 50, 10_000, 10
@@ -116,20 +116,29 @@ def seed() -> None:
           f"in {time.perf_counter() - started:.0f} s")
 
 
-def measure(client: Client, url: str, samples: int) -> tuple[float, float, int, int]:
-    for _ in range(3):  # warm caches and the connection
-        client.get(url)
-    times: list[float] = []
-    queries = set()
+def measure(clients: list[tuple[str, Client]], cases: list[tuple[str, str]],
+            samples: int) -> dict[tuple[str, str], tuple[list[float], set[int], int]]:
+    """Round-robin over every (user, case), so a busy moment of the machine is shared."""
+    out: dict[tuple[str, str], tuple[list[float], set[int], int]] = {}
+    for label, client in clients:
+        for name, url in cases:
+            for _ in range(2):  # warm caches and the connection
+                client.get(url)
+            out[(label, name)] = ([], set(), 0)
     for _ in range(samples):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            response = client.get(url)
-            times.append(time.perf_counter() - started)
-        assert response.status_code == 200, (url, response.status_code)
-        queries.add(len(captured))
-    rows = response.content.count(b'class="action-select"')
-    return percentile(times, 50) * 1000, percentile(times, 99) * 1000, max(queries), rows
+        for label, client in clients:
+            for name, url in cases:
+                with CaptureQueriesContext(connection) as captured:
+                    started = time.perf_counter()
+                    response = client.get(url)
+                    elapsed = time.perf_counter() - started
+                assert response.status_code == 200, (url, response.status_code)
+                times, queries, _ = out[(label, name)]
+                times.append(elapsed)
+                queries.add(len(captured))
+                out[(label, name)] = (times, queries,
+                                      response.content.count(b'class="action-select"'))
+    return out
 
 
 def main() -> None:
@@ -164,15 +173,19 @@ def main() -> None:
         ("admin index", "/admin/"),
     ]
     print(f"{AgentInterrupt.objects.filter(status='pending').count()} pending interrupts; "
-          f"{args.samples} requests each, in-process (Django test client)")
-    print(f"{'who':<9} {'changelist':<22} {'p50 ms':>8} {'p99 ms':>8} {'queries':>8} {'rows':>5}")
-    for who in ("bench-reviewer", some_user):
+          f"{args.samples} requests each, in-process (Django test client), interleaved")
+    print(f"before: {load()}")
+    clients = []
+    for who, label in (("bench-reviewer", "reviewer"), (some_user, "own runs")):
         client = Client()
         client.force_login(User.objects.get(username=who))
-        label = "reviewer" if who == "bench-reviewer" else "own runs"
-        for name, url in cases:
-            p50, p99, queries, rows = measure(client, url, args.samples)
-            print(f"{label:<9} {name:<22} {p50:8.1f} {p99:8.1f} {queries:8d} {rows:5d}")
+        clients.append((label, client))
+    results = measure(clients, cases, args.samples)
+    print(f"{'who':<9} {'changelist':<22} {'p50 ms':>8} {'p99 ms':>8} {'queries':>8} {'rows':>5}")
+    for (label, name), (times, queries, rows) in results.items():
+        print(f"{label:<9} {name:<22} {percentile(times, 50) * 1000:8.1f} "
+              f"{percentile(times, 99) * 1000:8.1f} {max(queries):8d} {rows:5d}")
+    print(f"after: {load()}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ cluster = pytest.fixture(name="cluster")(cluster_fixture)
 def _ended_cancelled(run_id: str) -> list[str]:
     runs = validate_events(published_events(run_id))
     assert runs and runs[-1][-1]["type"] == "RUN_FINISHED"
-    assert runs[-1][-1]["outcome"] == "cancelled" or runs[-1][-1].get("result") is None
+    assert runs[-1][-1]["outcome"]["type"] == "cancelled", runs[-1][-1]
     return [e["type"] for e in runs[-1]]
 
 

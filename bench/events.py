@@ -116,8 +116,15 @@ def finishes(n: int, run_id: str | None = None):
     return test
 
 
-async def drive_run(rest: httpx.AsyncClient, sse: httpx.AsyncClient) -> list[float]:
-    """A full dev run with its stream open; latencies (ms) of the live segments' events."""
+# Made in the pause / finish transaction and published when it commits: their latency
+# includes that commit (the event is stamped when it is made, before the commit).
+ON_COMMIT = ("STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED", "RUN_ERROR")
+
+
+async def drive_run(rest: httpx.AsyncClient,
+                    sse: httpx.AsyncClient) -> list[tuple[float, bool]]:
+    """A full dev run with its stream open; latencies (ms) of the live segments' events,
+    each with whether it was published on commit."""
     run = (await rest.post("/api/runs/", json={"agent": "dev", "input": {"topic": "b"}})).json()
     stream = Stream(sse, f"/api/runs/{run['id']}/events/")
     try:
@@ -132,7 +139,7 @@ async def drive_run(rest: httpx.AsyncClient, sse: httpx.AsyncClient) -> list[flo
             assert r.status_code == 202, r.text
         final = await stream.wait_for(finishes(len(ANSWERS) + 1, run["id"]))
         assert final["outcome"]["type"] == "success", final
-        return [(got - event["timestamp"] / 1000) * 1000
+        return [((got - event["timestamp"] / 1000) * 1000, event["type"] in ON_COMMIT)
                 for got, event in stream.events[first_live:] if event.get("timestamp")]
     finally:
         await stream.close()
@@ -190,12 +197,14 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
         timing.configure(str(stack.timing_log))
         stack.timing_log.write_text("")
         print(f"dev runs: {load()} before")
-        lat: list[float] = []
+        lat: list[tuple[float, bool]] = []
         for _ in range(args.runs):
             lat += await drive_run(rest, sse)
         timing.configure("")
         print(f"dev runs: {load()} after")
-        report(f"worker event → SSE client, {args.runs} dev runs", lat)
+        report(f"worker event → SSE client, {args.runs} dev runs", [ms for ms, _ in lat])
+        report("  published as made (steps, text)", [ms for ms, late in lat if not late])
+        report("  made in the pause/finish transaction", [ms for ms, late in lat if late])
         listed = (await rest.get("/api/runs/", params={"status": "completed"})).json()
         runs = [r["id"] for r in listed["results"]]
         report("publish() → SSE client, 1 stream open",

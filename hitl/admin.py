@@ -276,7 +276,13 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
         extra = {"queue_events_url": "/api/events/", **(extra_context or {})}
-        return super().changelist_view(request, extra)
+        response = super().changelist_view(request, extra)
+        cl = (getattr(response, "context_data", None) or {}).get("cl")
+        if cl is not None and not cl.query and set(cl.params) <= {"status", "o"} \
+                and cl.params.get("status", PENDING) == PENDING:
+            # The unfiltered queue counted exactly what the header counts: reuse it.
+            request.hitl_pending_count = cl.result_count
+        return response
 
     # --- bulk actions ---
 

@@ -19,4 +19,7 @@ def pending_count(context: dict[str, Any]) -> int:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return 0
+    known = getattr(request, "hitl_pending_count", None)  # set by the unfiltered queue
+    if known is not None:
+        return known
     return decidable_interrupts(user).filter(status=AgentInterrupt.Status.PENDING).count()

@@ -101,6 +101,10 @@ def test_header_and_index_count_what_waits_for_the_user(staff, paused_run):
     assert 'id="queue-index-count">3<' in reviewer
     clerk = _login(staff["clerk"]).get("/admin/").content.decode()
     assert "1 waiting for you" in clerk
+    # The queue page counts the same, unfiltered (its own count reused) or filtered.
+    for query in ("", "?kind=review", "?status=all", "?q=alice"):
+        page = _login(staff["reviewer"]).get(QUEUE + query).content.decode()
+        assert "3 waiting for you" in page, query
 
 
 def test_reviewer_decides_anyones_interrupt(staff, paused_run):

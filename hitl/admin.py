@@ -448,7 +448,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             "run_url": reverse("admin:runs_agentrun_change", args=[obj.run_id]),
             "chat_url": _chat_url(obj),
             "conversation": list(Message.objects.filter(conversation_id=obj.run.conversation_id)
-                                 .order_by("created_at", "id")[:100]),
+                                 .exclude(content="").order_by("created_at", "id")[:100]),
             "edit_pair": _edit_pair(obj),
             "interrupt_api_url": f"/api/interrupts/{obj.pk}/",
             "queue_events_url": "/api/events/",

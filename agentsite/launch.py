@@ -153,7 +153,7 @@ def main() -> int:
         Child("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host", host,
                       "--port", port, "--no-access-log"]),
         Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
-                         "--concurrency", env.get("WORKER_CONCURRENCY", "2")]),
+                         "--concurrency", env.get("WORKER_CONCURRENCY", "8")]),
         # Sends the periodic deadline / escalation sweep (CELERY_BEAT_SCHEDULE).
         Child("beat", [py, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", "INFO"]),
     ])

@@ -251,7 +251,7 @@ ANSWER_MAX_BYTES = env_int("ANSWER_MAX_BYTES", 256 * 1024)
 # /healthz counts queued / running / resuming runs not updated for this long as overdue.
 RUN_OVERDUE_SECONDS = env_int("RUN_OVERDUE_SECONDS", 300)
 # Connections the checkpointer pool may hold per process.
-AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 4)
+AGENTSITE_CHECKPOINT_POOL_MAX = env_int("CHECKPOINT_POOL_MAX", 8)
 # When the worker writes checkpoints within a segment (LangGraph `durability`). After
 # every step by default (LangGraph's own default): a worker lost mid-segment repeats only
 # the step it was in, never model or tool calls of finished steps. "exit" writes only at

@@ -39,7 +39,7 @@ class Stack:
                     "AGENTSITE_EMBEDDED": os.environ.get("AGENTSITE_EMBEDDED", "0"),
                     "AGENTSITE_TIMING_LOG": str(self.timing_log)}
         self.queue, self.workers = queue, workers
-        self.concurrency = concurrency or int(os.environ.get("WORKER_CONCURRENCY", "2"))
+        self.concurrency = concurrency or int(os.environ.get("WORKER_CONCURRENCY", "8"))
         self.procs: list[Process] = []
 
     def __enter__(self) -> Stack:

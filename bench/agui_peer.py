@@ -5,7 +5,7 @@ One full run = start + one resume per interrupt (4) until RUN_FINISHED(success),
 an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
 - ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → Celery
   worker runs the graph on PostgresSaver → events via Redis → relayed to the client
-  (``make run`` defaults: one web process, one threads-pool worker with 2 slots).
+  (``make run`` defaults: one web process, one threads-pool worker with 8 slots).
 - peer, stock: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``)
   serving the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in
   its own uvicorn process, on the same database. Needs the bench extra (``make bench``).

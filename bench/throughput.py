@@ -3,12 +3,12 @@
 Each client loops: POST /agui/dev/ (start) + 4 resumes, each read to its RUN_FINISHED,
 until the measuring window ends; runs/s = runs finished in the window / its length.
 Stacks as ``make run`` starts them: one web process (uvicorn) and Celery worker
-processes (threads pool): 1 worker with 2 slots (the ``make run`` default), 2 workers
-with 2 slots each, and 1 worker with 8 slots (``WORKER_CONCURRENCY=8``), on the
+processes (threads pool): 1 worker with 8 slots (the ``make run`` default), 2 workers
+with 8 slots each, and 1 worker with 2 slots (``WORKER_CONCURRENCY=2``), on the
 configured Postgres and Redis. The clients run in this process (asyncio + httpx) and
 share the machine's CPUs with the product: the load is printed with every number.
 
-Usage: python bench/throughput.py [--clients 20] [--seconds 30] [--configs 1x2,2x2,1x8]
+Usage: python bench/throughput.py [--clients 20] [--seconds 30] [--configs 1x8,2x8,1x2]
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=10)
-    parser.add_argument("--configs", default="1x2,2x2,1x8",
-                        help="worker processes x slots each, to try in turn (1x2 = make run)")
+    parser.add_argument("--configs", default="1x8,2x8,1x2",
+                        help="worker processes x slots each, to try in turn (1x8 = make run)")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)

@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, ServiceError
@@ -96,11 +97,38 @@ def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
     With ``request``, finished runs come as ready HTML (``block["html"]``) from the cache.
     """
     card_errors = card_errors or {}
+    history = runs[:-1]
+    if request is not None and history and all(r.status in AgentRun.FINISHED for r in history):
+        # The key names the last finished run: a new run moves the history on.
+        # Every run but the newest is finished (one unfinished run per thread, the newest):
+        # the whole history is one cached string, one lookup however long it is.
+        last = history[-1]
+        key = (f"pages:history:{conversation.pk}:{len(history)}:{last.id}:"
+               f"{last.updated_at.timestamp()}")
+        html = cache.get(key)
+        if html is None:
+            blocks = _run_blocks_each(conversation, runs, viewer=viewer,
+                                      card_errors=card_errors, request=request)
+            if all("html" in b for b in blocks[:-1]):
+                cache.set(key, "".join(b["html"] for b in blocks[:-1]), BLOCK_CACHE_SECONDS)
+            return blocks
+        return [{"run": None, "html": mark_safe(html)}, *_run_blocks_each(  # noqa: S308
+            conversation, runs[-1:], viewer=viewer, card_errors=card_errors, request=request)]
+    return _run_blocks_each(conversation, runs, viewer=viewer, card_errors=card_errors,
+                            request=request)
+
+
+def _run_blocks_each(conversation: Conversation, runs: list[AgentRun], *, viewer: Any,
+                     card_errors: dict[str, tuple[dict, Any]],
+                     request: HttpRequest | None) -> list[dict[str, Any]]:
+    # ``runs`` ends with the conversation's newest run, never cached: it may be live, and
+    # the page's script continues its events from what the page shows.
+    latest = runs[-1] if runs else None
     cached: dict[str, str] = {}
     if request is not None:
         # Not the newest run: the page's script continues its events from what it shows.
-        cached = cache.get_many([_block_key(r) for r in runs[:-1]
-                                 if r.status in AgentRun.FINISHED])
+        cached = cache.get_many([_block_key(r) for r in runs
+                                 if r.status in AgentRun.FINISHED and r is not latest])
     todo = [r for r in runs if _block_key(r) not in cached]
     blocks = _build_blocks(conversation, todo, card_errors, viewer) if todo else []
     built = {b["run"].id: b for b in blocks}
@@ -111,7 +139,10 @@ def _run_blocks(conversation: Conversation, runs: list[AgentRun], *,
             out.append({"run": run, "html": cached[key]})
             continue
         block = built[run.id]
-        if request is not None and run.status in AgentRun.FINISHED and run is not runs[-1]:
+        # (A finished run with a question still pending, e.g. one that failed, has a form
+        # with this user's CSRF token: never cached.)
+        if request is not None and run.status in AgentRun.FINISHED and run is not latest \
+                and not block["pending"]:
             block["html"] = fresh[key] = render_to_string(
                 "pages/_run.html", {"block": block, "conversation": conversation}, request)
         out.append(block)

@@ -135,6 +135,12 @@ def test_composer_starts_the_next_run_and_cancel(paused, users):
     runs = AgentRun.objects.filter(conversation_id=conv).order_by("created_at")
     assert runs.count() == 2 and runs.last().input == {"change": "Rename <b>x</b>"}
     wait_status(runs.last(), "paused")
+    # The finished run comes from the cache the second time: the same page either way.
+    first, second = (client.get(f"/c/{conv}/").content.decode() for _ in range(2))
+    for page in (first, second):
+        assert f'id="run-{paused.id}"' in page and f'id="run-{runs.last().id}"' in page
+        assert page.count('class="card card--approval card--pending"') == 2
+        assert page.count('class="card card--approval card--readonly card--cancelled"') == 2
 
 
 def test_new_chat_form_shows_input_errors(live, users):

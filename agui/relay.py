@@ -76,20 +76,25 @@ class RunEvents:
                 out.append((event_id, parse_event(json.loads(raw)["data"])))
         return out
 
-    async def follow(self, *, after: int, idle: float = 1.0,
+    async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
                      keepalive: float = 15.0) -> AsyncIterator[tuple[int, BaseEvent] | None]:
         """Events with id > ``after``: stored first, then live. Yields ``None`` after
-        ``idle`` seconds without an event (for the caller's watchdog) and
-        ``KEEPALIVE`` every ``keepalive`` seconds of silence."""
+        ``idle`` seconds without an event (for the caller's watchdog; each further quiet
+        spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
+        is not polled every second) and ``KEEPALIVE`` every ``keepalive`` seconds of
+        silence."""
         last = after
         for item in await self.stored(last + 1, await self.counter()):
             last = item[0]
             yield item
         quiet_since = time.monotonic()
+        wait = idle
         while True:
             try:
-                body = await asyncio.wait_for(self.queue.get(), timeout=idle)
+                body = await asyncio.wait_for(self.queue.get(), timeout=wait)
+                wait = idle
             except TimeoutError:
+                wait = min(idle_max, wait * 2)
                 if time.monotonic() - quiet_since >= keepalive:
                     quiet_since = time.monotonic()
                     yield KEEPALIVE  # type: ignore[misc]

@@ -174,3 +174,24 @@ def test_run_page_shows_timeline_and_cancels(api, reviewers, admin_session, shot
     page.click("#confirm-cancel")
     expect(page.locator(".messagelist")).to_contain_text("cancelled")
     assert wait_run(owner, run_id, "cancelled")["status"] == "cancelled"
+
+
+def test_bulk_reject_asks_one_reason(api, reviewers, admin_session, shot):
+    owner = api("owner")
+    run_id = start_run(owner, agent="approvals")["id"]
+    run = wait_run(owner, run_id, "paused")
+    assert len(run["pending_interrupts"]) == 2
+    page = admin_session("reviewer")
+    expect(page.locator("#queue-index-count")).to_have_text("2")
+    shot(page, "admin-index")
+    page.goto(QUEUE)
+    for item in run["pending_interrupts"]:
+        page.locator(f"input.action-select[value='{item['id']}']").check()
+    page.select_option("select[name=action]", "reject_selected")
+    page.click("button[name=index]")
+    expect(page.locator("#reject-reason")).to_be_visible()
+    shot(page, "admin-reject-selected")
+    page.fill("#reject-reason", "not this quarter")
+    page.click("input[type=submit][value^='Reject']")
+    expect(page.locator(".messagelist")).to_contain_text("2 interrupts rejected")
+    assert wait_run(owner, run_id, "rejected")["status"] == "rejected"

@@ -5,13 +5,12 @@ Each interrupt whose escalation time passed gets its escalation groups as assign
 deadline is locked and settled in one transaction: a default answer resumes the run
 (audited with actor "timeout"); without one the interrupt expires and the run ends
 ``expired`` (its other open questions cancelled), which frees its thread and publishes
-a ``RUN_FINISHED`` whose result says ``expired``. A paused run whose questions were all
-answered by standing approvals, but whose resume task was lost, is resumed here.
+a ``RUN_FINISHED`` whose result says ``expired``.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -44,17 +43,7 @@ def sweep(now: datetime | None = None) -> dict[str, int]:
         status=AgentInterrupt.Status.EXPIRED,
         run__status=AgentRun.Status.PAUSED).values_list("run_id", flat=True)[:BATCH])
     ended = sum(run_settle_deadlines(run_id=run_id, now=now) for run_id in due)
-    # Paused with every question answered (by standing approvals) but never resumed:
-    # the resume task was lost (a broker outage). Resuming twice is harmless (locked).
-    answered = (AgentRun.objects.filter(status=AgentRun.Status.PAUSED)
-                .exclude(interrupts__status=AgentInterrupt.Status.PENDING)
-                .filter(interrupts__status=AgentInterrupt.Status.DECIDED,
-                        interrupts__applied_at__isnull=True,
-                        updated_at__lte=now - timedelta(seconds=5))
-                .order_by().values_list("pk", flat=True).distinct()[:BATCH])
-    resumed = sum(interrupts.run_resume_if_answered(run_id=run_id) for run_id in answered)
-    return {"escalated": escalated, "runs_checked": len(due), "runs_expired": ended,
-            "runs_resumed": resumed}
+    return {"escalated": escalated, "runs_checked": len(due), "runs_expired": ended}
 
 
 def run_settle_deadlines(*, run_id: Any, now: datetime) -> bool:

@@ -187,6 +187,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS)
         publish_on_commit(run.id, outcomes.segment_end(
             run, state=state, messages=_messages(run), pending=rows))
+        # Standing approvals answered every question: resume (enqueued after the events).
+        interrupts.run_resume_if_answered(run=run, rows=rows)
     return run
 
 

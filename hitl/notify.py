@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 NOTIFY_TASK = "hitl.notify"
 DELIVER_TASK = "hitl.webhook_deliver"
-RESUME_TASK = "hitl.resume_answered"
 SIGNATURE_HEADER = "X-Agentsite-Signature"
 EVENTS = ("interrupt.created", "interrupt.escalated", "run.finished")
 

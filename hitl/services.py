@@ -357,19 +357,14 @@ def interrupt_escalate(*, interrupt_pk: Any, now: datetime) -> bool:
     return True
 
 
-def run_resume_if_answered(*, run_id: Any) -> bool:
-    """Resume a paused run whose interrupts are all answered (standing approvals answer
-    at pause time, before the run is paused)."""
-    with transaction.atomic():
-        run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status != AgentRun.Status.PAUSED:
-            return False
-        rows = list(AgentInterrupt.objects.select_for_update().filter(run=run))
-        if any(r.status == Pending for r in rows) or not any(
-                r.status == AgentInterrupt.Status.DECIDED and r.applied_at is None for r in rows):
-            return False
-        run_transition(run=run, to=AgentRun.Status.RESUMING)
-        run_enqueue_on_commit(run)
+def run_resume_if_answered(*, run: AgentRun, rows: list[AgentInterrupt]) -> bool:
+    """Resume a run just paused whose new questions were all answered at once (standing
+    approvals). Caller (``run_pause``) holds the run's lock and has registered the pause's
+    events first: on-commit callbacks run in order, so the resume is enqueued after them."""
+    if not rows or any(r.status == Pending for r in rows):
+        return False
+    run_transition(run=run, to=AgentRun.Status.RESUMING)
+    run_enqueue_on_commit(run)
     return True
 
 
@@ -444,15 +439,10 @@ def interrupts_open(*, run: AgentRun,
     for row in rows:
         audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, interrupt_ref=row.interrupt_id,
               to_status=row.status, payload=row.request)
-    auto = _standing_approvals(run, rows, now)
+    _standing_approvals(run, rows, now)
     for row in rows:
         if row.status == Pending:
             notify.on_commit("interrupt.created", run=run, interrupt=row)
-    if auto and not any(r.status == Pending for r in rows):
-        # The run is being paused in this transaction; once that commits, resume it.
-        run_id = str(run.id)
-        transaction.on_commit(lambda: notify.send_task(notify.RESUME_TASK, run_id),
-                              robust=True)
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
 

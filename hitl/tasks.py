@@ -1,6 +1,5 @@
-"""Celery tasks of the hitl layer: notifications, webhook deliveries, and the resume of a
-run its standing approvals answered. Thin: each calls ``hitl.notify`` / ``hitl.services``.
-"""
+"""Celery tasks of the hitl layer: notifications and webhook deliveries. Thin: each
+calls ``hitl.notify``."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
-from hitl import notify, services
+from hitl import notify
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +31,3 @@ def webhook_deliver(self, delivery_id: int) -> None:
         log.warning("webhook delivery %s failed after %d attempts", delivery_id,
                     self.request.retries + 1)
         notify.delivery_failed(delivery_id)
-
-
-@shared_task(name=notify.RESUME_TASK, ignore_result=True)
-def resume_answered(run_id: str) -> None:
-    close_old_connections()
-    services.run_resume_if_answered(run_id=run_id)

@@ -12,6 +12,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from hitl import notify
 from hitl.models import AgentWebhook, WebhookDelivery
@@ -122,3 +124,9 @@ def test_webhook_signed_and_retried_after_500(client_of, receiver):
     finished = _until(lambda: WebhookDelivery.objects.filter(
         webhook=hook, event="run.finished", status="delivered").first())
     assert finished.attempts == 1 and finished.body["run"]["status"] == "completed"
+    # The delivery log in the admin.
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", "root@example.com",
+                                                                "pw-root"))
+    log = admin.get("/admin/hitl/webhookdelivery/").content.decode()
+    assert "interrupt.created" in log and "run.finished" in log and "delivered" in log

@@ -57,6 +57,7 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
                                                 "tests.counting_agents",
                                                 "tests.faulty_agents",
+                                                "tests.slow_agents",
                                                 "tests.policy_agents"]),
            "AGENT_MODEL": "",
            # Deadlines swept every 0.5 s; webhook retries after 0.2 s, 0.4 s, ….

@@ -19,11 +19,12 @@ RUN_IN_PATH = re.compile(r"/runs/([0-9a-f-]{36})/")
 
 # (label, from mark, to mark); a missing mark leaves the phase out of that segment.
 PHASES = [
-    ("HTTP in (client → view)", "client_send", "http_in"),
-    ("service + transaction", "http_in", "enqueue"),
-    ("enqueue (send_task)", "enqueue", "enqueued"),
-    ("commit → task picked up", "enqueued", "task_start"),
-    ("  of which broker → worker", "enqueued", "received"),
+    # http_in: the AG-UI view's first line; for REST, the ASGI app's (before Django).
+    ("HTTP in (client → our code)", "client_send", "http_in"),
+    ("service + transaction (to commit)", "http_in", "enqueue"),
+    ("commit → task picked up", "enqueue", "task_start"),
+    ("  of which send_task call", "enqueue", "enqueued"),
+    ("  of which until the worker has it", "enqueue", "received"),
     ("claim", "task_start", "publish_start:RUN_STARTED"),
     ("graph steps + checkpoint writes", "publish_end:RUN_STARTED", "graph_done"),
     ("pause / finish transaction", "graph_done", "publish_start:RUN_FINISHED"),

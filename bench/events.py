@@ -53,6 +53,8 @@ from streams.publish import publish  # noqa: E402
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
 APP_NAME = f"agentsite-bench-sse-{os.getpid()}"
+# Marks this run's CUSTOM events: a stream replays those of earlier runs of the bench too.
+SESSION = f"{os.getpid()}-{time.time()}"
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
@@ -153,10 +155,11 @@ async def publish_latency(sse: httpx.AsyncClient, run_id: str, count: int) -> li
     try:
         for i in range(count):
             sent = time.time()
-            await asyncio.to_thread(publish, run_id, [CustomEvent(name="bench",
-                                                                 value={"i": i, "t": sent})])
+            await asyncio.to_thread(publish, run_id, [CustomEvent(
+                name="bench", value={"i": i, "t": sent, "session": SESSION})])
             event = await stream.wait_for(lambda e, i=i: e["type"] == "CUSTOM"
-                                          and e["value"]["i"] == i)
+                                          and e["value"]["i"] == i
+                                          and e["value"].get("session") == SESSION)
             got = next(t for t, e in reversed(stream.events) if e is event)
             out.append((got - event["value"]["t"]) * 1000)
             await asyncio.sleep(0.005)

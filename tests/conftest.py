@@ -21,6 +21,8 @@ from agentsite.celery import app as celery_app
 from agentsite.processes import beat_process, free_port, web_process, worker_process
 
 QUEUE = f"agentsite-test-{os.getpid()}"
+# Celery beat of the session's services, once started (see ``no_sweep``).
+_BEAT: list = []
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +71,7 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
         worker.start()
         web.start()
         beat.start()
+    _BEAT.append(beat)
     try:
         yield {"worker": worker, "web": web, "beat": beat,
                "base_url": f"http://127.0.0.1:{port}", "env": env}
@@ -79,6 +82,20 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
         from execution.checkpointer import close_checkpointer
 
         close_checkpointer()  # its pooled connections would keep the test database open
+
+
+@pytest.fixture
+def no_sweep(django_db_blocker) -> Iterator[None]:
+    """Celery beat stopped for one test, so rows past their deadline stay pending (the
+    deadline sweep would expire them within 0.5 s); started again afterwards."""
+    beat = _BEAT[0] if _BEAT else None
+    if beat is not None:
+        beat.stop()
+        time.sleep(1)  # a sweep already sent expires unrun after 0.5 s (its `expires`)
+    yield
+    if beat is not None:
+        with django_db_blocker.unblock():
+            beat.start()
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_queue_opens_on_pending_oldest_first(staff, paused_run):
     assert _rows(everything) == [str(done.pk), str(old.pk), str(new.pk)]
 
 
-def test_overdue_rows_are_marked_and_filtered(staff, paused_run):
+def test_overdue_rows_are_marked_and_filtered(staff, paused_run, no_sweep):
     late = paused_run(staff["alice"], ["approval"], expires_in=timedelta(minutes=-5))[0]
     fine = paused_run(staff["alice"], ["approval"], expires_in=timedelta(hours=2))[0]
     none = paused_run(staff["alice"], ["approval"])[0]

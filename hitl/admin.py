@@ -302,7 +302,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             "opts": self.opts,
             "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
             "select_across": request.POST.get("select_across", "0"),
-            "rows": self._selected_rows(request, queryset)[:200],
+            "rows": self._selected_visible(request, queryset)[:200],
             "reason": reason,
             "error": "Give a reason." if request.POST.get("post") == "yes" else "",
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
@@ -338,7 +338,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             "opts": self.opts,
             "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
             "select_across": request.POST.get("select_across", "0"),
-            "rows": self._selected_rows(request, queryset)[:200],
+            "rows": self._selected_visible(request, queryset)[:200],
             "users": request.POST.get("users", ""),
             "groups": request.POST.get("groups", ""),
             "error": error,
@@ -380,6 +380,14 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             ids = request.POST.getlist(ACTION_CHECKBOX_NAME)
             rows = AgentInterrupt.objects.filter(pk__in=_uuids(ids))
         return list(rows.select_related("run", "run__owner").order_by("created_at", "id"))
+
+    def _selected_visible(self, request: HttpRequest,
+                          queryset: QuerySet) -> list[AgentInterrupt]:
+        """The selected rows this user may see (what an intermediate page lists)."""
+        rows = self._selected_rows(request, queryset)
+        visible = set(decidable_interrupts(request.user).filter(pk__in=[r.pk for r in rows])
+                      .values_list("pk", flat=True))
+        return [row for row in rows if row.pk in visible]
 
     def _bulk(self, request: HttpRequest, queryset: QuerySet,
               payload_for: Callable[[AgentInterrupt], dict[str, Any] | None], verb: str) -> None:

@@ -60,6 +60,15 @@ def test_bulk_skips_rows_the_user_may_not_decide(staff, paused_run):
 
 
 @pytest.mark.django_db
+def test_reject_page_lists_only_rows_the_user_may_see(staff, paused_run):
+    own = paused_run(staff["clerk"], ["approval"])[0]
+    other = paused_run(staff["alice"], ["review"])[0]
+    ask = _login(staff["clerk"]).post(QUEUE, {"action": "reject_selected", "index": 0,
+                                              "_selected_action": [own.pk, other.pk]})
+    assert b"Ship it?" in ask.content and b"Review the plan" not in ask.content
+
+
+@pytest.mark.django_db
 def test_reject_selected_asks_one_reason_then_rejects(staff, paused_run):
     approval, review, question = paused_run(staff["alice"], ["approval", "review", "select"])
     client = _login(staff["reviewer"])

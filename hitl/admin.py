@@ -12,7 +12,7 @@ import copy
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -59,7 +59,7 @@ class StatusFilter(admin.SimpleListFilter):
     def value(self) -> str:
         return super().value() or PENDING
 
-    def choices(self, changelist: Any):
+    def choices(self, changelist: Any) -> Iterator[dict[str, Any]]:
         # No "All" entry of Django's own: its link would drop the parameter, i.e. pending.
         for value, label in self.lookup_choices:
             yield {"selected": self.value() == value, "display": label,
@@ -274,7 +274,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     # --- the changelist ---
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+    def changelist_view(self, request: HttpRequest,
+                        extra_context: dict | None = None) -> HttpResponse:
         extra = {"queue_events_url": "/api/events/", **(extra_context or {})}
         response = super().changelist_view(request, extra)
         cl = (getattr(response, "context_data", None) or {}).get("cl")

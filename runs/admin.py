@@ -77,7 +77,7 @@ class AgentRunAdmin(ReadOnlyAdmin):
             return super().get_queryset(request)
         return decidable_runs(request.user).select_related("owner")
 
-    def get_urls(self):
+    def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(self.cancel_view)
         return [path("<path:object_id>/cancel/", cancel, name="runs_agentrun_cancel"),
                 *super().get_urls()]

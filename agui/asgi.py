@@ -19,6 +19,7 @@ Cross-Origin-Opener-Policy, X-Frame-Options). Errors are JSON (``handler400`` /
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.core.handlers.asgi import ASGIHandler
@@ -26,6 +27,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
+
+from agentsite import timing
 
 PREFIX = "/agui/"
 
@@ -73,6 +76,8 @@ def route_agui(app: Any) -> Any:
 
     async def application(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"].startswith(PREFIX):
+            if timing.enabled:  # benchmarks only: when the request reached us
+                scope["agentsite.arrived"] = time.time()
             await bare(scope, receive, send)
         else:
             await app(scope, receive, send)

@@ -19,9 +19,10 @@ RUN_IN_PATH = re.compile(r"/runs/([0-9a-f-]{36})/")
 
 # (label, from mark, to mark); a missing mark leaves the phase out of that segment.
 PHASES = [
-    # http_in: the AG-UI view's first line; for REST, the ASGI app's (before Django).
-    ("HTTP in (client → our code)", "client_send", "http_in"),
+    # http_in: when our ASGI app has the request (before Django).
+    ("HTTP in (client → our ASGI app)", "client_send", "http_in"),
     ("service + transaction (to commit)", "http_in", "enqueue"),
+    ("  of which Django until the AG-UI view", "http_in", "view_in"),
     ("commit → task picked up", "enqueue", "task_start"),
     ("  of which send_task call", "enqueue", "enqueued"),
     ("  of which until the worker has it", "enqueue", "received"),
@@ -85,7 +86,7 @@ def _this_segment(rows: list[tuple[float, str]]) -> dict[str, float]:
     start = next((t for t, p in rows if p == "enqueue"), None)
     marks: dict[str, float] = {}
     for t, phase in rows:
-        if start is None or t >= start or phase in ("client_send", "http_in"):
+        if start is None or t >= start or phase in ("client_send", "http_in", "view_in"):
             marks.setdefault(phase, t)
     return marks
 
@@ -99,4 +100,4 @@ def print_breakdown(path: Path, title: str) -> None:
             continue
         values.sort()
         p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
-        print(f"  {label:<34} {statistics.median(values):7.2f}   {p99:7.2f}")
+        print(f"  {label:<40} {statistics.median(values):7.2f}   {p99:7.2f}")

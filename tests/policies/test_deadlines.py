@@ -70,7 +70,7 @@ def test_invalid_default_fails_where_the_graph_asks(client_of):
     assert "approved" in failed["error"]
 
 
-def test_escalation_adds_the_groups(client_of, people):
+def test_escalation_adds_the_groups(client_of, people, live):
     owner = client_of("owner")
     run = ask(owner, assignees=["alice"], escalate_after=1, escalate_to=["legal"])
     item = pending(run)
@@ -87,6 +87,13 @@ def test_escalation_adds_the_groups(client_of, people):
     assert shown["assignees"] == ["alice"] and shown["assigned_groups"] == ["legal"]
     assert AuditLog.objects.filter(run_id=run["id"],
                                    payload__escalated_to=["legal"]).count() == 1
+    # Carol (in legal) was told, by the worker (console email backend: its log).
+    subject = "Subject: [agentsite] Escalated to you: Ship it?"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and subject not in live["worker"].log():
+        time.sleep(0.1)
+    escalated = live["worker"].log().split(subject)
+    assert len(escalated) > 1 and "To: carol@example.com" in escalated[1][:400]
     r = carol.post(f"/api/interrupts/{item['id']}/decision/", json={"payload": {"approved": True}})
     assert r.status_code == 202, r.text
     wait_run(owner, run["id"], "completed")

@@ -130,3 +130,16 @@ def test_webhook_signed_and_retried_after_500(client_of, receiver):
                                                                 "pw-root"))
     log = admin.get("/admin/hitl/webhookdelivery/").content.decode()
     assert "interrupt.created" in log and "run.finished" in log and "delivered" in log
+
+
+def test_webhook_gives_up_after_its_retries(client_of, receiver):
+    _Receiver.codes = [500] * 20
+    hook = AgentWebhook.objects.create(
+        agent="policy_ask", url=f"http://127.0.0.1:{receiver.server_address[1]}/hook",
+        secret="k")
+    ask(client_of("owner"))
+    failed = _until(lambda: WebhookDelivery.objects.filter(
+        webhook=hook, event="interrupt.created", status="failed").first(), timeout=40)
+    # The first attempt and HITL_WEBHOOK_MAX_RETRIES (5) retries, 0.2 s apart and doubling.
+    assert failed.attempts == 6 and failed.last_status_code == 500
+    assert failed.last_error == "HTTP 500" and len(_Receiver.received) == 6

@@ -71,10 +71,12 @@ def request_policy(kind: str, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def is_quorum_answer(request: dict[str, Any], answer: Any) -> bool:
-    """Is ``answer`` the settled outcome of a quorum (``{approved, votes}``)?"""
-    return (isinstance(answer, dict) and isinstance(answer.get("votes"), list)
-            and isinstance(answer.get("approved"), bool)
-            and (request.get("policy") or {}).get("requiredApprovals", 1) > 1)
+    """Is ``answer`` the settled outcome of a quorum (``{approved, votes}``)? The quorum
+    may come from the agent's policy, so the request need not say so; a person's answer
+    never has ``votes`` (the server refuses unknown keys)."""
+    return (request.get("type") in QUORUM_KINDS and isinstance(answer, dict)
+            and isinstance(answer.get("votes"), list)
+            and isinstance(answer.get("approved"), bool))
 
 
 # --- the worker's side: the rules an interrupt is opened with -------------------------------
@@ -221,13 +223,12 @@ def standing_matches(rule: Any, *, agent: str, request: dict[str, Any], now: dat
     return True
 
 
-def standing_answer(request: dict[str, Any], rule: Any) -> dict[str, Any]:
-    """The answer a standing approval gives."""
+def standing_answer(request: dict[str, Any], rule: Any, required: int = 1) -> dict[str, Any]:
+    """The answer a standing approval gives (``required``: the interrupt's quorum)."""
     if request.get("type") == "approval":
         answer: dict[str, Any] = {"approved": True, "reason": f"standing approval #{rule.pk}"}
     else:
         answer = {"decision": "approve"}
-    required = (request.get("policy") or {}).get("requiredApprovals", 1)
     if required > 1:
         # A quorum question gets the quorum shape: approved by the rule, no votes.
         return {"approved": True, "votes": [],

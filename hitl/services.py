@@ -461,7 +461,7 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
         if rule is None:
             continue
         row.status = AgentInterrupt.Status.DECIDED
-        row.decision = policies.standing_answer(row.request, rule)
+        row.decision = policies.standing_answer(row.request, rule, row.required_approvals)
         row.decided_by, row.decided_at = rule.granted_by, now
         row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
         grantor = rule.granted_by.get_username() if rule.granted_by else ""

@@ -72,3 +72,7 @@ register(Agent(name="policy_deadline", version="1",
                description="one question; agent policy: a 1 s deadline",
                input_model=AskInput, builder=_build, initial_state=_initial,
                policy=Policy(timeout=1.0)))
+register(Agent(name="policy_quorum", version="1",
+               description="one question; agent policy: two approvals",
+               input_model=AskInput, builder=_build, initial_state=_initial,
+               policy=Policy(required_approvals=2)))

@@ -97,3 +97,15 @@ def test_reject_policy_quorum_needs_as_many_rejections(client_of):
     answer = done["result"]["answer"]
     assert answer["approved"] is False and answer["decision"] == "reject"
     assert [v["user"] for v in answer["votes"]] == ["alice", "bob"]
+
+
+def test_quorum_from_the_agent_policy(client_of):
+    owner = client_of("owner")
+    run = ask(owner, agent="policy_quorum")
+    item = pending(run)
+    assert item["required_approvals"] == 2 and "policy" not in item["request"]
+    assert _vote(client_of("alice"), item, YES).status_code == 202
+    assert _vote(client_of("bob"), item, YES).status_code == 202
+    done = wait_run(owner, run["id"], "completed")
+    assert done["result"]["answer"]["approved"] is True
+    assert [v["user"] for v in done["result"]["answer"]["votes"]] == ["alice", "bob"]

@@ -152,7 +152,8 @@ def main() -> None:
         print(f"  {workers} worker(s) x {slots} slots: web + workers "
               f"{product / runs * 1000:.0f} ms "
               f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
-              f"(2 CPUs give at most {2 / (product / runs):.0f} runs/s to the product alone)")
+              f"({os.cpu_count()} CPUs give at most {os.cpu_count() / (product / runs):.0f} "
+              "runs/s to the product alone)")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
     _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, "
                             f"{args.clients} clients")

@@ -39,6 +39,20 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
 
 
+def env_seconds(name: str, default: float) -> float:
+    """A duration in seconds: a number greater than zero."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number of seconds") from None
+    if not seconds > 0:  # also refuses nan
+        raise ImproperlyConfigured(f"{name}={value!r} must be more than 0 seconds")
+    return seconds
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None or value == "":

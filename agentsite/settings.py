@@ -13,6 +13,7 @@ from agentsite.env import (
     env_bool,
     env_int,
     env_list,
+    env_seconds,
     env_str,
     parse_database_url,
     redis_kwargs,
@@ -191,15 +192,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 # run nobody claimed for REQUEUE_AFTER_SECONDS (its task was never sent, or the broker
 # lost it) is sent again. The reaper looks every SWEEP_SECONDS. Duplicate sends are
 # harmless: a claim takes a segment once.
-AGENTSITE_LEASE_SECONDS = float(env_str("LEASE_SECONDS", "30"))
-AGENTSITE_REQUEUE_AFTER_SECONDS = float(env_str("REQUEUE_AFTER_SECONDS", "30"))
-AGENTSITE_SWEEP_SECONDS = float(env_str("SWEEP_SECONDS", "5"))
+AGENTSITE_LEASE_SECONDS = env_seconds("LEASE_SECONDS", 30.0)
+AGENTSITE_REQUEUE_AFTER_SECONDS = env_seconds("REQUEUE_AFTER_SECONDS", 30.0)
+AGENTSITE_SWEEP_SECONDS = env_seconds("SWEEP_SECONDS", 5.0)
 # Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).
-HITL_SWEEP_SECONDS = float(env_str("HITL_SWEEP_SECONDS", "2"))
-if HITL_SWEEP_SECONDS <= 0:
-    raise ImproperlyConfigured("HITL_SWEEP_SECONDS must be > 0")
+HITL_SWEEP_SECONDS = env_seconds("HITL_SWEEP_SECONDS", 2.0)
 CELERY_BEAT_SCHEDULE = {
     "hitl-deadlines": {"task": "hitl.sweep", "schedule": HITL_SWEEP_SECONDS,
                        # A sweep not started by the next one's time is dropped, not queued up.
@@ -211,8 +210,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
 CELERY_INCLUDE = ["hitl.tasks", "execution.policy_tasks"]
 # Webhook deliveries: attempts after the first, and the first retry's delay (doubling).
 HITL_WEBHOOK_MAX_RETRIES = env_int("HITL_WEBHOOK_MAX_RETRIES", 5)
-HITL_WEBHOOK_BACKOFF = float(env_str("HITL_WEBHOOK_BACKOFF", "2"))
-HITL_WEBHOOK_TIMEOUT = float(env_str("HITL_WEBHOOK_TIMEOUT", "10"))
+HITL_WEBHOOK_BACKOFF = env_seconds("HITL_WEBHOOK_BACKOFF", 2.0)
+HITL_WEBHOOK_TIMEOUT = env_seconds("HITL_WEBHOOK_TIMEOUT", 10.0)
 
 # --- Email (notifications) ---------------------------------------------------
 # The console backend unless EMAIL_HOST is set: then SMTP with these settings.

@@ -17,7 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
 from agentsite import heartbeat
-from runs.models import AgentRun
+from execution.reaper import owed_work
 
 
 def _error(exc: Exception) -> dict:
@@ -30,10 +30,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         body["postgres"] = {"ok": True}
-        cutoff = timezone.now() - timedelta(seconds=settings.RUN_OVERDUE_SECONDS)
-        # Live runs nothing has touched for a while: lost work, or no worker to do it.
-        body["runs_overdue"] = AgentRun.objects.filter(
-            status__in=AgentRun.LIVE, updated_at__lt=cutoff).count()
+        # Runs owed work (waiting for a task, or a lapsed lease) for RUN_OVERDUE_SECONDS:
+        # the reaper could not get them moving (no worker, or no broker). A long segment
+        # whose worker keeps its lease is not overdue.
+        since = timezone.now() - timedelta(seconds=settings.RUN_OVERDUE_SECONDS)
+        body["runs_overdue"] = owed_work(since).count()
     except DatabaseError as exc:
         body["postgres"], body["runs_overdue"] = _error(exc), None
     try:

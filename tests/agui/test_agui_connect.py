@@ -93,9 +93,8 @@ def test_connect_joins_a_live_run(api, live):
     approval = interrupts(run)[0]["id"]
 
     # Stop the worker so the resumed segment waits: connect must wait for it, then follow.
-    # First let the worker acknowledge the task that just paused the run: a SIGTERM to its
-    # process group between publish and ack would requeue that task, and its redelivery
-    # may take over the resumed segment (run_claim treats redelivered as "worker died").
+    # First let the worker acknowledge the task that just paused the run, so the stop
+    # requeues nothing of the finished segment.
     time.sleep(1.0)
     worker = live["worker"]
     worker.stop()

@@ -37,7 +37,8 @@ def test_overdue_runs_are_counted_and_fail_strict(api, live):
     run = wait_run(client, start_run(client)["id"], "paused")
     # As if a worker took it and vanished ten minutes ago.
     long_ago = timezone.now() - timedelta(seconds=settings.RUN_OVERDUE_SECONDS + 600)
-    AgentRun.objects.filter(pk=run["id"]).update(status="running", updated_at=long_ago)
+    AgentRun.objects.filter(pk=run["id"]).update(status="running", updated_at=long_ago,
+                                                  lease_expires_at=long_ago)
     try:
         plain = httpx.get(f"{live['base_url']}/healthz", timeout=10)
         strict = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from agentsite.env import env_bool, env_int, parse_database_url, redis_kwargs
+from agentsite.env import env_bool, env_int, env_seconds, parse_database_url, redis_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,3 +53,14 @@ def test_parsers():
         env_int("AGENTSITE_T_INT", 1)
     os.environ["AGENTSITE_T_BOOL"] = "YES"
     assert env_bool("AGENTSITE_T_BOOL", False) is True
+
+
+@pytest.mark.parametrize(("value", "expected"), [("2.5", 2.5), ("", 7.0), ("abc", None),
+                                                 ("0", None), ("-1", None), ("nan", None)])
+def test_seconds(monkeypatch, value, expected):
+    monkeypatch.setenv("AGENTSITE_T_SECONDS", value)
+    if expected is None:
+        with pytest.raises(ImproperlyConfigured, match="AGENTSITE_T_SECONDS"):
+            env_seconds("AGENTSITE_T_SECONDS", 7.0)
+    else:
+        assert env_seconds("AGENTSITE_T_SECONDS", 7.0) == expected

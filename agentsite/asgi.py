@@ -3,8 +3,12 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
-# Static files are served by ServeStatic, the first middleware (settings.MIDDLEWARE).
 application = get_asgi_application()
+
+# Static files are answered before Django (agentsite/static_files.py).
+from agentsite.static_files import with_static_files  # noqa: E402
+
+application = with_static_files(application)
 
 # AG-UI endpoints skip the middleware stack (why: agui/asgi.py).
 from agui.asgi import route_agui  # noqa: E402

@@ -79,10 +79,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Static files from the app itself, in production too: ServeStatic (WhiteNoise's fork
-    # with async support; WhiteNoise's middleware is sync-only, a thread hop per request
-    # under ASGI). It answers /static/ before the rest of the chain runs.
-    "servestatic.middleware.ServeStaticMiddleware",
     "agentsite.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -122,9 +118,6 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".data" / "staticfiles"
-# Serve what the finders find (static/ and the apps' static files), indexed once at start:
-# no collectstatic step is needed for the app to serve its own assets.
-SERVESTATIC_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

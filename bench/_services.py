@@ -51,8 +51,12 @@ class Stack:
         ]
         for i, proc in enumerate(self.procs[:-1]):
             proc.name = f"worker{i}"
-        for proc in self.procs:
-            proc.start()
+        try:
+            for proc in self.procs:
+                proc.start()
+        except BaseException:
+            self.__exit__()  # none of what did start is left behind
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -69,8 +69,12 @@ def _healthz_with(**env: str) -> tuple[int, dict]:
     return int(status), json.loads(body)
 
 
-def test_redis_down_is_503():
-    status, body = _healthz_with(REDIS_URL=f"redis://127.0.0.1:{_closed_port()}/0")
+def test_redis_down_is_503(transactional_db):
+    # On the test database: the main one of a fresh checkout has no tables.
+    from tests.conftest import _database_url
+
+    status, body = _healthz_with(REDIS_URL=f"redis://127.0.0.1:{_closed_port()}/0",
+                                 DATABASE_URL=_database_url())
     assert status == 503
     assert body["redis"]["ok"] is False and body["postgres"]["ok"] is True
     assert body["workers"]["alive"] is None

@@ -57,6 +57,8 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 # Django passes `check=ConnectionPool.check_connection` to the pool: a connection is tested
 # when borrowed, so one a Postgres restart killed is replaced instead of failing a request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# ... except one given back less than this long ago (agentsite.postgres): it just worked.
+DB_CHECK_IDLE_SECONDS = env_seconds("DB_CHECK_IDLE_SECONDS", 1.0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -195,6 +197,8 @@ CELERY_TASK_ALWAYS_EAGER = False
 # lost it) is sent again. The reaper looks every SWEEP_SECONDS. Duplicate sends are
 # harmless: a claim takes a segment once.
 AGENTSITE_LEASE_SECONDS = env_seconds("LEASE_SECONDS", 30.0)
+# How often a running segment looks whether its run was cancelled (before a graph step).
+AGENTSITE_CANCEL_CHECK_SECONDS = env_seconds("CANCEL_CHECK_SECONDS", 0.2)
 AGENTSITE_REQUEUE_AFTER_SECONDS = env_seconds("REQUEUE_AFTER_SECONDS", 30.0)
 AGENTSITE_SWEEP_SECONDS = env_seconds("SWEEP_SECONDS", 5.0)
 # Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep

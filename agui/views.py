@@ -186,15 +186,12 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
             ids = [entry.interrupt_id for entry in body.resume]
             for entry in body.resume:
                 check_answer_size(entry.payload, f"resume.{entry.interrupt_id}.payload")
-            # Whose thread first: someone else's thread answers like a missing one, before
-            # any interrupt id is looked up.
-            conversation = Conversation.objects.filter(pk=tid, agent=agent).first()
-            if conversation is None or not can_decide(user, conversation):
-                raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",
-                               extra={"interrupt_ids": ids})
-            run_ids = set(AgentInterrupt.objects.filter(
-                run__thread_id=str(tid), run__agent=agent, interrupt_id__in=ids)
-                .values_list("run_id", flat=True))
+            # Someone else's thread answers like a missing one (the same 404, whether or not
+            # the ids exist there).
+            found = AgentInterrupt.objects.filter(
+                run__thread_id=str(tid), run__agent=agent, interrupt_id__in=ids).select_related(
+                "run").only("run__id", "run__owner_id")
+            run_ids = {row.run.id for row in found if can_decide(user, row.run)}
             if not run_ids:
                 raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",
                                extra={"interrupt_ids": ids})

@@ -10,6 +10,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from agentsite.postgres.base import RecentlyReturned
+
 _lock = threading.Lock()
 _pool: ConnectionPool | None = None
 _saver: PostgresSaver | None = None
@@ -29,6 +31,7 @@ def get_checkpointer() -> PostgresSaver:
     if _saver is None:
         with _lock:
             if _saver is None:
+                recent = RecentlyReturned()
                 _pool = ConnectionPool(
                     conninfo(),
                     min_size=1,
@@ -45,9 +48,11 @@ def get_checkpointer() -> PostgresSaver:
                             "options": "-c synchronous_commit=off"},
                     open=True,
                     name="checkpointer",
-                    # Test a connection when it is borrowed: after a Postgres restart a dead
-                    # one is replaced instead of failing a graph step.
-                    check=ConnectionPool.check_connection,
+                    # Test a connection when it is borrowed (unless it was given back a
+                    # moment ago): after a Postgres restart a dead one is replaced instead
+                    # of failing a graph step.
+                    check=recent.skip_or(ConnectionPool.check_connection),
+                    reset=recent.stamp,
                 )
                 _saver = PostgresSaver(_pool)
     return _saver

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import redis.exceptions
@@ -37,9 +38,12 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     """Run the graph from the segment's start (or resume) until it pauses or ends.
 
     Between graph steps it checks that the run is still ours (``lost``: set by the
-    lease's heartbeat; and a look at the run before each step): a cancelled run stops
-    there, cooperatively, instead of calling more tools.
+    lease's heartbeat; and a look at the run before a step, at most every
+    ``AGENTSITE_CANCEL_CHECK_SECONDS``): a cancelled run stops there, cooperatively,
+    instead of calling more tools. Steps closer together than that go unchecked: the
+    pause / finish transaction sees a cancel under the run's lock all the same.
     """
+    timing.mark(segment.run_id, "claimed")  # benchmarks only (off by default)
     graph = graphs.compiled(segment.agent)
     config = {"configurable": {"thread_id": segment.thread_id}}
     graph_input = _graph_input(graph, config, segment)
@@ -49,14 +53,17 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     if segment.takeover:
         out.send(recovery.reopen(segment.run_id, thread_id=segment.thread_id))
     else:
-        out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
+        # Goes out with the first step's events (one round trip less), or on its own
+        # if the first step is slow to start.
+        out.hold([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
     cancelled: HitlCancelled | None = None
     stopped = False
+    ours = _Ownership(segment, lost)
     try:
         for mode, part in graph.stream(graph_input, config, stream_mode=["tasks", "messages"],
                                        durability=settings.AGENTSITE_GRAPH_DURABILITY):
             if mode == "tasks":
-                if "input" in part and not _still_ours(segment, lost):
+                if "input" in part and not ours.still():
                     raise SegmentLost()  # before the step starts: it runs nothing
                 events = mapper.on_task(part)
             else:
@@ -81,11 +88,15 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
         # in the same AG-UI run and closes what we left open (execution.recovery).
         log.info("run %s: segment stopped, the run is no longer ours", segment.run_id)
         return
-    out.send(mapper.close_all())
+    # The closing events go out with the segment's end, on its commit (or now, below,
+    # when the end was not ours to write).
+    out.hold(mapper.close_all())
+    closing = out.take()
     if cancelled is not None:
         if lifecycle.run_finish(segment=segment, status="cancelled", result=None,
-                                text=mapper.text, state={}, reason=str(cancelled)) is None:
-            _end_foreign(segment, out)
+                                text=mapper.text, state={}, reason=str(cancelled),
+                                before=closing) is None:
+            _end_foreign(segment, out, closing)
         return
     snapshot = graph.get_state(config)
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
@@ -95,16 +106,16 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                for task in snapshot.tasks for i in task.interrupts]
     if pending:
         if lifecycle.run_pause(segment=segment, interrupts_raised=pending, text=mapper.text,
-                               state=state) is None:
-            _end_foreign(segment, out)
+                               state=state, before=closing) is None:
+            _end_foreign(segment, out, closing)
         return
     status = values.get("outcome") or "completed"
     if status not in FINAL_STATUSES:
         raise ValueError(f"graph ended with outcome {status!r}; expected one of {FINAL_STATUSES}")
     if lifecycle.run_finish(segment=segment, status=status, result=json_state(
             {"r": values.get("result")})["r"], text=mapper.text, state=state,
-            reason=str(values.get("outcome_reason") or "")) is None:
-        _end_foreign(segment, out)
+            reason=str(values.get("outcome_reason") or ""), before=closing) is None:
+        _end_foreign(segment, out, closing)
 
 
 def _graph_input(graph: Any, config: dict[str, Any], segment: Segment) -> Any:
@@ -123,10 +134,23 @@ def _graph_input(graph: Any, config: dict[str, Any], segment: Segment) -> Any:
     return None
 
 
-def _still_ours(segment: Segment, lost: threading.Event | None) -> bool:
-    if lost is not None and lost.is_set():
-        return False
-    return lifecycle.segment_held(segment)
+class _Ownership:
+    """Is the run still this segment's? The heartbeat's flag every time; the run's row
+    (a round trip) once the last look is ``AGENTSITE_CANCEL_CHECK_SECONDS`` old. The
+    claim was the first look."""
+
+    def __init__(self, segment: Segment, lost: threading.Event | None) -> None:
+        self.segment, self.lost = segment, lost
+        self.looked = time.monotonic()
+
+    def still(self) -> bool:
+        if self.lost is not None and self.lost.is_set():
+            return False
+        now = time.monotonic()
+        if now - self.looked < settings.AGENTSITE_CANCEL_CHECK_SECONDS:
+            return True
+        self.looked = now
+        return lifecycle.segment_held(self.segment)
 
 
 class _Publisher:
@@ -136,8 +160,18 @@ class _Publisher:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.failed = False
+        self.held: list[Any] = []
+
+    def hold(self, events: list[Any]) -> None:
+        """Send these with the next batch (or when ``take`` hands them to the end)."""
+        self.held.extend(events)
+
+    def take(self) -> list[Any]:
+        held, self.held = self.held, []
+        return held
 
     def send(self, events: list[Any]) -> None:
+        events = [*self.take(), *events]
         if not events:
             return
         try:
@@ -149,9 +183,11 @@ class _Publisher:
             self.failed = True
 
 
-def _end_foreign(segment: Segment, out: _Publisher) -> None:
+def _end_foreign(segment: Segment, out: _Publisher, closing: list[Any]) -> None:
     # The segment's end was refused: cancelled while it ran (run_cancel leaves ending a
-    # live segment to us), or taken over (the new owner ends the AG-UI run).
+    # live segment to us), or taken over (the new owner ends the AG-UI run). What this
+    # segment opened is closed either way, as it would have been with the end.
+    out.send(closing)
     if lifecycle.run_status(segment.run_id) == "cancelled":
         _publish_cancelled(segment, out)
 

@@ -23,10 +23,12 @@ from django.utils import timezone
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
+from hitl import notify
 from hitl import services as interrupts
+from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
-from runs.models import AgentRun, Message
+from runs.models import AgentRun, AuditLog, Message
 from runs.services import run_transition
 from streams.publish import publish_on_commit
 
@@ -47,6 +49,8 @@ class Segment:
     resume: Any
     initial_state: dict[str, Any] | None
     interrupt_ids: tuple[str, ...]
+    # Those of them answered (not cancelled): marked applied when the segment ends.
+    decided_ids: tuple[str, ...] = ()
     # The claim's lease token (AgentRun.lease_owner while this segment holds the run).
     lease: str = ""
     # Another claim held this segment and its lease lapsed (its worker died): carry on
@@ -106,6 +110,8 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
+                   decided_ids=tuple(a.interrupt_id for a in answered
+                                     if a.status == AgentInterrupt.Status.DECIDED),
                    lease=run.lease_owner, takeover=not fresh)
 
 
@@ -151,7 +157,9 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
 
 
 def _lock_running(segment: Segment) -> AgentRun | None:
-    run = AgentRun.objects.select_for_update().get(pk=segment.run_id)
+    # With what the notifications of new questions need to know (``hitl.notify``).
+    run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**notify.RUN_FACTS)
+           .get(pk=segment.run_id))
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
@@ -160,9 +168,10 @@ def _lock_running(segment: Segment) -> AgentRun | None:
     return run
 
 
-def _close_segment(run: AgentRun, segment: Segment, text: str) -> None:
+def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog]) -> None:
     now = timezone.now()
-    interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids, now=now)
+    interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
+                                decided_ids=segment.decided_ids, now=now, audits=audits)
     if text and run.assistant_message_id:
         # Output after a resume continues the run's original assistant message
         # (one UPDATE appending in the database: no read-modify-write to race).
@@ -175,37 +184,44 @@ def _messages(run: AgentRun) -> list[Message]:
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
-              state: dict[str, Any]) -> AgentRun | None:
-    """Store the graph's pending interrupts and pause the run; publish on commit."""
+              state: dict[str, Any], before: list[Any] = ()) -> AgentRun | None:
+    """Store the graph's pending interrupts and pause the run; publish on commit
+    (``before``: the segment's last live events, sent in the same batch)."""
     with transaction.atomic():
         run = _lock_running(segment)
         if run is None:
             return None
-        _close_segment(run, segment, text)
+        audits: list[AuditLog] = []
+        _close_segment(run, segment, text, audits)
         rows = interrupts.interrupts_open(
-            run=run, requests=[(i.interrupt_id, i.request) for i in interrupts_raised])
-        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS)
-        publish_on_commit(run.id, outcomes.segment_end(
-            run, state=state, messages=_messages(run), pending=rows))
+            run=run, requests=[(i.interrupt_id, i.request) for i in interrupts_raised],
+            audits=audits)
+        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
+        publish_on_commit(run.id, [*before, *outcomes.segment_end(
+            run, state=state, messages=_messages(run), pending=rows)])
         # Standing approvals answered every question: resume (enqueued after the events).
         interrupts.run_resume_if_answered(run=run, rows=rows)
     return run
 
 
 def run_finish(*, segment: Segment, status: str, result: Any, text: str,
-               state: dict[str, Any], reason: str = "") -> AgentRun | None:
-    """End a run (completed / rejected / blocked / cancelled) with its result; publish on commit."""
+               state: dict[str, Any], reason: str = "",
+               before: list[Any] = ()) -> AgentRun | None:
+    """End a run (completed / rejected / blocked / cancelled) with its result; publish on
+    commit (``before`` as in ``run_pause``)."""
     with transaction.atomic():
         run = _lock_running(segment)
         if run is None:
             return None
-        _close_segment(run, segment, text)
+        audits: list[AuditLog] = []
+        _close_segment(run, segment, text, audits)
         run.result = result
         if reason:
             run.error = reason
-        run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS))
-        publish_on_commit(run.id, outcomes.segment_end(run, state=state,
-                                                       messages=_messages(run)))
+        run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
+                       audits=audits)
+        publish_on_commit(run.id, [*before, *outcomes.segment_end(run, state=state,
+                                                                  messages=_messages(run))])
     return run
 
 

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from agentsite.celery import app as celery_app
@@ -52,6 +53,25 @@ def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = N
               "groups": groups}
     # robust: a broker that is down loses the notification (logged), not the caller's answer.
     transaction.on_commit(lambda: send_task(NOTIFY_TASK, **kwargs), robust=True)
+
+
+# ``AgentRun.objects.annotate(**RUN_FACTS)``: what ``anyone_for`` needs, read with the run.
+RUN_FACTS = {
+    "notify_owner_email": F("owner__email"),
+    "notify_agent_hooked": Exists(AgentWebhook.objects.filter(agent=OuterRef("agent"),
+                                                              active=True)),
+}
+
+
+def anyone_for(run: AgentRun) -> bool:
+    """Would an unassigned question of the run reach anyone: the requester by email, or
+    a webhook of the agent? Asked instead of sending a task that would find nobody; from
+    the run's ``RUN_FACTS`` when it was read with them, else one query."""
+    if hasattr(run, "notify_agent_hooked"):
+        return bool(run.notify_owner_email) or bool(run.notify_agent_hooked)
+    found = (AgentRun.objects.filter(pk=run.pk).annotate(**RUN_FACTS)
+             .values_list("notify_owner_email", "notify_agent_hooked").first())
+    return bool(found) and (bool(found[0]) or bool(found[1]))
 
 
 def sign(secret: str, body: bytes) -> str:

@@ -128,16 +128,28 @@ def assigned_names(interrupt: Any) -> tuple[list[str], list[str]]:
             [g.name for g in interrupt.assigned_groups.all()])
 
 
+def assignment(interrupt: Any) -> tuple[set[int], set[int]]:
+    """(user ids, group ids) assigned to the interrupt: from the id arrays the decision
+    service's locking query annotates (``hitl.selectors.ASSIGNMENT_IDS``), else from the
+    relations (prefetched by whoever shows a list)."""
+    users = getattr(interrupt, "assignee_ids", None)
+    if users is not None:
+        return set(users), set(getattr(interrupt, "group_ids", None) or ())
+    return ({u.pk for u in interrupt.assignees.all()},
+            {g.pk for g in interrupt.assigned_groups.all()})
+
+
 def is_assigned(user: Any, interrupt: Any) -> bool:
     """Is ``user`` one of the interrupt's assignees, or in one of its groups?"""
-    if any(u.pk == user.pk for u in interrupt.assignees.all()):
+    users, groups = assignment(interrupt)
+    if user.pk in users:
         return True
-    groups = {g.pk for g in interrupt.assigned_groups.all()}
     return bool(groups) and user.groups.filter(pk__in=groups).exists()
 
 
 def has_assignees(interrupt: Any) -> bool:
-    return bool(interrupt.assignees.all()) or bool(interrupt.assigned_groups.all())
+    users, groups = assignment(interrupt)
+    return bool(users or groups)
 
 
 def refusal(user: Any, interrupt: Any, run: Any) -> Forbidden | None:

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef, QuerySet
 
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun, Conversation
 
 DECIDE_PERMISSION = "hitl.decide_interrupt"
+
+# ``.annotate(**ASSIGNMENT_IDS)``: an interrupt's assignees and groups as id arrays, in
+# the same query (``hitl.policies.assignment`` reads them).
+ASSIGNMENT_IDS = {
+    "assignee_ids": ArraySubquery(AgentInterrupt.assignees.through.objects.filter(
+        agentinterrupt_id=OuterRef("pk")).values("user_id")),
+    "group_ids": ArraySubquery(AgentInterrupt.assigned_groups.through.objects.filter(
+        agentinterrupt_id=OuterRef("pk")).values("group_id")),
+}
 
 
 def is_reviewer(user: Any) -> bool:

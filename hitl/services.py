@@ -15,17 +15,17 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
 from hitl.models import AgentInterrupt, InterruptVote, StandingApproval
-from hitl.selectors import can_decide, is_reviewer
+from hitl.selectors import ASSIGNMENT_IDS, can_decide, is_reviewer
 from runs import registry
 from runs.models import AgentRun, AuditLog
-from runs.services import audit, run_enqueue_on_commit, run_transition
+from runs.services import audit, audit_row, audits_save, run_enqueue_on_commit, run_transition
 from streams.publish import notify_user_on_commit
 
 Pending = AgentInterrupt.Status.PENDING
@@ -90,9 +90,11 @@ def _lock(*, actor: Any, run_uuid: uuid.UUID,
     run = AgentRun.objects.select_for_update().filter(pk=run_uuid).first()
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
+    # Assignment as id arrays in the locking query (``hitl.policies.assignment``): no
+    # extra round trips, and no user rows loaded to compare ids.
     rows = {row.interrupt_id: row for row in
-            AgentInterrupt.objects.select_for_update().filter(run=run).order_by("id")
-            .prefetch_related("assignees", "assigned_groups")}
+            AgentInterrupt.objects.select_for_update(of=("self",)).filter(run=run)
+            .order_by("id").annotate(**ASSIGNMENT_IDS)}
     unknown = [i for i in ids if i not in rows]
     if unknown:
         raise NotFound(f"run has no interrupt {unknown[0]!r}", code="unknown_interrupt",
@@ -185,6 +187,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
             clean: dict[str, Any], *, actor: Any, surface: str) -> None:
     """Store the decisions; when none of the run's interrupts is left pending, resume."""
     now = timezone.now()
+    audits = []
     for answer in answers:
         row = rows[answer.interrupt_id]
         if answer.status == "resolved" and row.required_approvals > 1:
@@ -196,12 +199,16 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
         row.decided_by = actor
         row.decided_at = now
         row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
-        audit(run=run, action=AuditLog.Action.DECISION, actor=actor, surface=surface,
-              interrupt_ref=row.interrupt_id, from_status=Pending, to_status=row.status,
-              payload=row.decision)
+        audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=actor,
+                                surface=surface, interrupt_ref=row.interrupt_id,
+                                from_status=Pending, to_status=row.status,
+                                payload=row.decision))
     if not any(r.status == Pending for r in rows.values()):
-        run_transition(run=run, to=AgentRun.Status.RESUMING, actor=actor, surface=surface)
+        run_transition(run=run, to=AgentRun.Status.RESUMING, actor=actor, surface=surface,
+                       audits=audits)
         run_enqueue_on_commit(run)
+    else:
+        audits_save(audits)
 
 
 def _vote(run: AgentRun, row: AgentInterrupt, payload: dict[str, Any], *, actor: Any,
@@ -389,43 +396,50 @@ def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
                              else CANCELLED_RESUME) for a in answered}
 
 
-def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...], now: datetime) -> None:
-    """The segment that resumed with these answers ended: mark them applied."""
-    for item in AgentInterrupt.objects.select_for_update().filter(
-            run=run, interrupt_id__in=interrupt_ids, applied_at__isnull=True):
-        item.applied_at = now
-        fields = ["applied_at"]
-        if item.status == AgentInterrupt.Status.DECIDED:
-            item.status = AgentInterrupt.Status.APPLIED
-            fields.append("status")
-            audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
-                  interrupt_ref=item.interrupt_id, from_status="decided", to_status="applied")
-        item.save(update_fields=fields)
+def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
+                     decided_ids: tuple[str, ...], now: datetime,
+                     audits: list[AuditLog]) -> None:
+    """The segment that resumed with these answers ended: mark them applied (their audit
+    rows go to ``audits``, for the caller's one INSERT). ``decided_ids``: those of them
+    answered, not cancelled, as the claim read them. Caller holds the run's lock, under
+    which only this segment's end changes them."""
+    if not interrupt_ids:
+        return
+    todo = AgentInterrupt.objects.filter(run=run, applied_at__isnull=True)
+    decided = list(decided_ids)
+    if decided:
+        todo.filter(interrupt_id__in=decided, status=AgentInterrupt.Status.DECIDED).update(
+            status=AgentInterrupt.Status.APPLIED, applied_at=now)
+    if len(decided) < len(interrupt_ids):  # cancelled answers: applied, status kept
+        todo.filter(interrupt_id__in=set(interrupt_ids) - set(decided)).update(applied_at=now)
+    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                            interrupt_ref=ref, from_status="decided", to_status="applied")
+                  for ref in decided)
 
 
-def interrupts_open(*, run: AgentRun,
-                    requests: list[tuple[str, dict[str, Any]]]) -> list[AgentInterrupt]:
+def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]],
+                    audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
     """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows, with
     their policy (the request's over the agent's); standing approvals answer matching
-    ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock."""
-    known = dict(AgentInterrupt.objects.filter(
-        run=run, interrupt_id__in=[i for i, _ in requests]).values_list("interrupt_id", "status"))
+    ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
+    ``audits``, it inserts the audit rows added there (else they are inserted here)."""
+    own_audits = audits is None
+    audits = [] if audits is None else audits
     spec = registry.get(run.agent)
     now = timezone.now()
     rows = []
+    notify_rows = []
     for interrupt_id, request in requests:
-        if interrupt_id in known:
-            # An answered interrupt raised again means its answer never reached the graph.
-            raise RuntimeError(f"interrupt {interrupt_id} was raised again after "
-                               f"it was {known[interrupt_id]}")
         rule = policies.effective(request, spec.policy if spec else None, now)
-        row = AgentInterrupt.objects.create(
+        row = _create_interrupt(
             run=run, interrupt_id=interrupt_id, kind=request.get("type", "unknown"),
             request=request, expires_at=request.get("expiresAt") or rule.expires_at,
             requester_may_decide=rule.requester_may_decide,
             required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
             default_answer=rule.default, escalate_at=rule.escalate_at,
             escalate_to=list(rule.escalate_to))
+        if rule.assignees or rule.groups:
+            notify_rows.append(row)
         if rule.assignees or rule.groups or rule.escalate_to:
             try:
                 users, groups = _resolve(rule.assignees, rule.groups)
@@ -436,18 +450,36 @@ def interrupts_open(*, run: AgentRun,
             row.assignees.add(*users)
             row.assigned_groups.add(*groups)
         rows.append(row)
-    for row in rows:
-        audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, interrupt_ref=row.interrupt_id,
-              to_status=row.status, payload=row.request)
-    _standing_approvals(run, rows, now)
-    for row in rows:
+    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                            interrupt_ref=row.interrupt_id, to_status=row.status,
+                            payload=row.request) for row in rows)
+    _standing_approvals(run, rows, now, audits)
+    if own_audits:
+        audits_save(audits)
+    pending = [row for row in rows if row.status == Pending]
+    # Unassigned questions go to the requester (by email) and the agent's webhooks: a
+    # notify task only if there is one of them (it would find nobody to tell otherwise).
+    if pending and (len(notify_rows) < len(rows) and notify.anyone_for(run)):
+        notify_rows = pending
+    for row in notify_rows:
         if row.status == Pending:
             notify.on_commit("interrupt.created", run=run, interrupt=row)
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
 
 
-def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime) -> int:
+def _create_interrupt(**fields: Any) -> AgentInterrupt:
+    try:
+        # No savepoint: the error ends the caller's transaction, which rolls back.
+        return AgentInterrupt.objects.create(**fields)
+    except IntegrityError:
+        # An answered interrupt raised again means its answer never reached the graph.
+        raise RuntimeError(f"interrupt {fields['interrupt_id']} was raised again after it "
+                           "was answered") from None
+
+
+def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime,
+                        audits: list[AuditLog]) -> int:
     """Answer the rows an active standing approval matches; return how many."""
     candidates = [r for r in rows if r.kind in ("approval", "review")]
     if not candidates:
@@ -465,11 +497,11 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
         row.decided_by, row.decided_at = rule.granted_by, now
         row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
         grantor = rule.granted_by.get_username() if rule.granted_by else ""
-        audit(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,
-              surface="standing_approval", interrupt_ref=row.interrupt_id,
-              from_status=Pending, to_status=row.status,
-              payload={"answer": row.decision, "standing_approval": rule.pk,
-                       "grantor": grantor})
+        audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,
+                                surface="standing_approval", interrupt_ref=row.interrupt_id,
+                                from_status=Pending, to_status=row.status,
+                                payload={"answer": row.decision, "standing_approval": rule.pk,
+                                         "grantor": grantor}))
         done += 1
     return done
 

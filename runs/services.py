@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -39,23 +40,45 @@ def _label(actor: Any) -> str:
 def audit(*, run: AgentRun, action: str, actor: Any = None, from_status: str = "",
           to_status: str = "", interrupt_ref: str = "", payload: Any = None,
           surface: str = "") -> AuditLog:
-    return AuditLog.objects.create(
+    row = audit_row(run=run, action=action, actor=actor, from_status=from_status,
+                    to_status=to_status, interrupt_ref=interrupt_ref, payload=payload,
+                    surface=surface)
+    row.save(force_insert=True)
+    return row
+
+
+def audit_row(*, run: AgentRun, action: str, actor: Any = None, from_status: str = "",
+              to_status: str = "", interrupt_ref: str = "", payload: Any = None,
+              surface: str = "") -> AuditLog:
+    """An audit row not yet saved: a transaction's rows go in with one INSERT
+    (``audits_save`` or ``run_transition(audits=...)``), in the order given."""
+    return AuditLog(
         run=run, action=action, actor=actor if getattr(actor, "pk", None) else None,
         actor_label=_label(actor), from_status=from_status, to_status=to_status,
         interrupt_ref=interrupt_ref, payload=payload, surface=surface,
     )
 
 
+def audits_save(rows: Sequence[AuditLog]) -> None:
+    if rows:
+        AuditLog.objects.bulk_create(rows)
+
+
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
-                   fields: tuple[str, ...] = (), surface: str = "") -> None:
-    """Move a locked run to ``to`` and record it. Caller holds the row lock."""
+                   fields: tuple[str, ...] = (), surface: str = "",
+                   audits: Sequence[AuditLog] = ()) -> None:
+    """Move a locked run to ``to`` and record it. Caller holds the row lock.
+
+    ``audits``: the transaction's other audit rows, inserted before the transition's own
+    in the same statement."""
     before = run.status
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
     run.save(update_fields=["status", "finished_at", "updated_at", *fields])
-    audit(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor, from_status=before,
-          to_status=to, payload=payload, surface=surface)
+    audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
+                                    from_status=before, to_status=to, payload=payload,
+                                    surface=surface)])
     if to in AgentRun.FINISHED:
         # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
         # by name (hitl is the layer above), after commit.

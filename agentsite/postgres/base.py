@@ -1,5 +1,5 @@
 """Django's PostgreSQL backend, with a connection pool that gets over a Postgres restart
-in one go.
+in one go and does not test a connection it just had back.
 
 psycopg_pool checks a connection when it is taken (CONN_HEALTH_CHECKS) and, after a
 failed check, waits 1 s, 2 s, 4 s … before checking the next one. A restart kills every
@@ -7,12 +7,20 @@ pooled connection, so with eight of them the first request waited out DB_POOL_TI
 and failed. Here the first failed check has the pool check all its idle connections at
 once (``ConnectionPool.check()``: broken ones are dropped and replaced in the
 background), and the request gets a fresh connection about a second later.
+
+The check is a round trip to the server. A connection given back less than
+``DB_CHECK_IDLE_SECONDS`` ago worked then and is handed out unchecked: a busy process
+borrows connections several times per request or segment and paid that round trip
+each time. One that breaks in use is dropped by the pool when it comes back.
 """
 
 from __future__ import annotations
 
+import time
+import weakref
 from typing import Any
 
+from django.conf import settings
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
 from psycopg_pool import ConnectionPool
@@ -27,9 +35,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
             # As Django builds it (base.DatabaseWrapper.pool), with the sweeping check.
             holder: list[ConnectionPool] = []
             kwargs = {**self.get_connection_params(), "autocommit": True}
+            recent = RecentlyReturned()
             pool = ConnectionPool(kwargs=kwargs, open=False,
                                   configure=self._configure_connection,
-                                  check=sweeping_check(holder),
+                                  check=recent.skip_or(sweeping_check(holder)),
+                                  reset=recent.stamp,
                                   **({} if options is True else options))
             holder.append(self._connection_pools.setdefault(self.alias, pool))
         return super().pool
@@ -48,3 +58,25 @@ def sweeping_check(holder: list[ConnectionPool]) -> Any:
             raise
 
     return check
+
+
+class RecentlyReturned:
+    """When each pooled connection was last given back (the pool's ``reset`` callback),
+    so its ``check`` can skip one that was in use a moment ago."""
+
+    def __init__(self, idle_seconds: float | None = None) -> None:
+        self.idle_seconds = (settings.DB_CHECK_IDLE_SECONDS if idle_seconds is None
+                             else idle_seconds)
+        self.returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    def stamp(self, conn: Any) -> None:
+        self.returned[conn] = time.monotonic()
+
+    def skip_or(self, check: Any) -> Any:
+        def maybe_check(conn: Any) -> None:
+            back = self.returned.get(conn)
+            if back is not None and time.monotonic() - back < self.idle_seconds:
+                return
+            check(conn)
+
+        return maybe_check

@@ -5,6 +5,13 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 application = get_asgi_application()
 
+# This process runs segments itself when it has a free slot (execution/inline.py).
+from django.conf import settings  # noqa: E402
+
+from execution import inline  # noqa: E402
+
+inline.install(settings.AGENTSITE_INLINE_SEGMENTS)
+
 # Static files are answered before Django (agentsite/static_files.py).
 from agentsite.static_files import with_static_files  # noqa: E402
 

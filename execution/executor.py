@@ -22,6 +22,7 @@ from agui.mapper import EventMapper
 from execution import graphs, lifecycle, recovery
 from execution.lifecycle import PendingInterrupt, Segment
 from hitl.kinds import HitlCancelled
+from streams.db import release_db_connections
 from streams.publish import publish
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,9 @@ class _Ownership:
         if now - self.looked < settings.AGENTSITE_CANCEL_CHECK_SECONDS:
             return True
         self.looked = now
-        return lifecycle.segment_held(self.segment)
+        held = lifecycle.segment_held(self.segment)
+        release_db_connections()  # a long segment keeps no pooled connection between looks
+        return held
 
 
 class _Publisher:

@@ -56,6 +56,8 @@ class Segment:
     # Another claim held this segment and its lease lapsed (its worker died): carry on
     # from the segment's last checkpoint.
     takeover: bool = False
+    # Segments the run had before this one (what its task carries as ``segments_done``).
+    segments_done: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,28 +93,43 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
                     and ((lease and run.lease_owner == lease) or lease_lapsed(run, now)))
         if not (fresh or takeover):
             return None
-        answered = interrupts.interrupts_to_apply(run)
-        resume = interrupts.resume_value(answered) if answered else None
-        # The first segment starts from the input, also when taken over before its
-        # first checkpoint (the executor decides from the checkpoint).
-        initial = _initial_state(run) if expected == 0 and not answered else None
-        previous = run.lease_owner
-        run.lease_owner = f"{worker or 'worker'}/{uuid.uuid4().hex[:16]}"[-200:]
-        run.lease_expires_at = now + timedelta(seconds=settings.AGENTSITE_LEASE_SECONDS)
-        if fresh:
-            run.segments += 1
-            run_transition(run=run, to=Status.RUNNING,
-                           fields=("segments", "lease_owner", "lease_expires_at"))
-        else:  # the same segment, now ours: no new status, no audit row
-            log.warning("run %s: segment %d taken over (lease of %r)", run.id, run.segments,
-                        previous)
-            run.save(update_fields=["lease_owner", "lease_expires_at", "updated_at"])
+        return _claim_locked(run, first=expected == 0, fresh=fresh, worker=worker, now=now)
+
+
+def run_claim_inline(*, run: AgentRun, worker: str) -> Segment | None:
+    """Claim the next segment of a run the caller has locked and just made owed work
+    (queued / resuming, inside the caller's transaction), for this process to run after
+    commit (``execution.inline``); None if it is not owed work."""
+    if run.status not in (Status.QUEUED, Status.RESUMING):
+        return None
+    return _claim_locked(run, first=run.segments == 0, fresh=True, worker=worker,
+                         now=timezone.now())
+
+
+def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
+                  now: datetime) -> Segment:
+    answered = interrupts.interrupts_to_apply(run)
+    resume = interrupts.resume_value(answered) if answered else None
+    # The first segment starts from the input, also when taken over before its
+    # first checkpoint (the executor decides from the checkpoint).
+    initial = _initial_state(run) if first and not answered else None
+    previous = run.lease_owner
+    run.lease_owner = f"{worker or 'worker'}/{uuid.uuid4().hex[:16]}"[-200:]
+    run.lease_expires_at = now + timedelta(seconds=settings.AGENTSITE_LEASE_SECONDS)
+    if fresh:
+        run.segments += 1
+        run_transition(run=run, to=Status.RUNNING,
+                       fields=("segments", "lease_owner", "lease_expires_at"))
+    else:  # the same segment, now ours: no new status, no audit row
+        log.warning("run %s: segment %d taken over (lease of %r)", run.id, run.segments,
+                    previous)
+        run.save(update_fields=["lease_owner", "lease_expires_at", "updated_at"])
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
                    decided_ids=tuple(a.interrupt_id for a in answered
                                      if a.status == AgentInterrupt.Status.DECIDED),
-                   lease=run.lease_owner, takeover=not fresh)
+                   lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1)
 
 
 def _commit_without_flush() -> None:

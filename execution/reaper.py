@@ -30,6 +30,7 @@ from execution import lifecycle
 from execution.lifecycle import Segment
 from runs.models import AgentRun
 from runs.services import run_enqueue
+from streams.db import release_db_connections
 
 log = logging.getLogger(__name__)
 Status = AgentRun.Status
@@ -110,7 +111,9 @@ class Heartbeat(threading.Thread):
         try:
             while not self.done.wait(interval):
                 try:
-                    if not lifecycle.lease_renew(self.segment):
+                    held = lifecycle.lease_renew(self.segment)
+                    release_db_connections()  # not kept from the pool between beats
+                    if not held:
                         self.lost.set()
                         return
                 except Exception as exc:

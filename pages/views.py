@@ -233,9 +233,18 @@ def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | Non
 def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bool, *,
                   card_errors: dict | None = None, composer_error: str = "",
                   composer_text: str = "") -> dict[str, Any]:
-    runs = list(AgentRun.objects.filter(conversation=conversation).order_by("created_at", "id"))
-    blocks = _run_blocks(conversation, runs, viewer=request.user, card_errors=card_errors,
-                         request=request)
+    for _ in range(3):
+        runs = list(AgentRun.objects.filter(conversation=conversation)
+                    .order_by("created_at", "id"))
+        blocks = _run_blocks(conversation, runs, viewer=request.user,
+                             card_errors=card_errors, request=request)
+        # The page's script continues after the events read just now, which came after
+        # the rows: a run that changed in between (its events are published after its
+        # commit, so they may be among them) is read again, else the page would show
+        # the older status and wait for events it has skipped.
+        if not runs or AgentRun.objects.filter(pk=runs[-1].pk).values_list(
+                "updated_at", flat=True).first() == runs[-1].updated_at:
+            break
     latest = runs[-1] if runs else None
     latest_block = blocks[-1] if blocks else None
     agent = registry.get(conversation.agent)

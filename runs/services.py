@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -88,8 +88,23 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
             RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}), robust=True)
 
 
+# A process that runs segments itself (``execution.inline``, in the web process), or None.
+# Called inside the transaction that made the run owed work, with the run locked: True
+# when it claimed the segment (to run after commit), False to leave it to the broker.
+_inline_claim: Callable[[AgentRun], bool] | None = None
+
+
+def run_inline_claim_set(claim: Callable[[AgentRun], bool] | None) -> None:
+    """Install (or remove, with None) this process's inline claim (see ``_inline_claim``)."""
+    global _inline_claim
+    _inline_claim = claim
+
+
 def run_enqueue_on_commit(run: AgentRun) -> None:
     """Enqueue the run's next segment after commit. Caller holds the run's row lock.
+
+    A process with an inline claim installed and a free slot claims the segment here and
+    runs it itself after commit, with no broker round trip (``execution.inline``).
 
     The committed status (queued / resuming) is itself the durable record that the run
     is owed a task: if the broker is down the send is only logged, the caller's change
@@ -99,6 +114,8 @@ def run_enqueue_on_commit(run: AgentRun) -> None:
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
     """
+    if _inline_claim is not None and _inline_claim(run):
+        return
     run_id, done = str(run.id), run.segments
     transaction.on_commit(lambda: run_enqueue(run_id=run_id, segments_done=done))
 

@@ -8,18 +8,23 @@ and failed. Here the first failed check has the pool check all its idle connecti
 once (``ConnectionPool.check()``: broken ones are dropped and replaced in the
 background), and the request gets a fresh connection about a second later.
 
-The check is a round trip to the server. A connection given back less than
-``DB_CHECK_IDLE_SECONDS`` ago worked then and is handed out unchecked: a busy process
-borrows connections several times per request or segment and paid that round trip
-each time. One that breaks in use is dropped by the pool when it comes back.
+The check is a round trip to the server, and a busy process borrows connections
+several times per request or segment. A connection given back less than
+``DB_CHECK_IDLE_SECONDS`` ago whose socket has nothing to read is handed out without
+it: a server that ends a session (restart, ``pg_terminate_backend``) sends a last
+message and closes the socket, which makes it readable, and then the round trip
+runs (and fails, and sweeps). One that breaks in use is dropped by the pool when it
+comes back.
 """
 
 from __future__ import annotations
 
+import select
 import time
 import weakref
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
@@ -75,8 +80,19 @@ class RecentlyReturned:
     def skip_or(self, check: Any) -> Any:
         def maybe_check(conn: Any) -> None:
             back = self.returned.get(conn)
-            if back is not None and time.monotonic() - back < self.idle_seconds:
+            if (back is not None and time.monotonic() - back < self.idle_seconds
+                    and _quiet(conn)):
                 return
             check(conn)
 
         return maybe_check
+
+
+def _quiet(conn: Any) -> bool:
+    """Nothing waits to be read on the connection's socket (an idle session gets nothing
+    from the server unless it is being ended)."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable

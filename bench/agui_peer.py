@@ -3,9 +3,12 @@ and vs. the graph alone, every variant interleaved run by run.
 
 One full run = start + one resume per interrupt (4) until RUN_FINISHED(success), each
 an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
-- ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → Celery
-  worker runs the graph on PostgresSaver → events via Redis → relayed to the client
-  (``make run`` defaults: one web process, one threads-pool worker with 8 slots).
+- ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → the
+  segment runs on PostgresSaver in the web process (an inline slot, claimed in the
+  decision's transaction) or a Celery worker → events via Redis → relayed to the client
+  (``make run`` defaults: one web process with 2 inline slots, one threads-pool worker
+  with 8 slots; ``INLINE_SEGMENTS=0`` in the environment sends every segment to the
+  worker).
 - peer, stock: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``)
   serving the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in
   its own uvicorn process, on the same database. Needs the bench extra (``make bench``).

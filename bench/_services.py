@@ -27,7 +27,8 @@ def load() -> str:
 
 
 class Stack:
-    def __init__(self, queue: str, concurrency: int | None = None, workers: int = 1) -> None:
+    def __init__(self, queue: str, concurrency: int | None = None, workers: int = 1,
+                 env: dict[str, str] | None = None) -> None:
         from django.conf import settings
 
         self.port = free_port()
@@ -37,7 +38,7 @@ class Stack:
         self.env = {**os.environ, "DATABASE_URL": os.environ["DATABASE_URL"],
                     "REDIS_URL": settings.REDIS_URL, "CELERY_QUEUE": queue,
                     "AGENTSITE_EMBEDDED": os.environ.get("AGENTSITE_EMBEDDED", "0"),
-                    "AGENTSITE_TIMING_LOG": str(self.timing_log)}
+                    "AGENTSITE_TIMING_LOG": str(self.timing_log), **(env or {})}
         self.queue, self.workers = queue, workers
         self.concurrency = concurrency or int(os.environ.get("WORKER_CONCURRENCY", "8"))
         self.procs: list[Process] = []

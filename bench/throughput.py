@@ -43,8 +43,8 @@ ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "trac
            {"approved": True}]
 
 
-async def segment(client: httpx.AsyncClient, body: dict) -> dict:
-    async with client.stream("POST", "/agui/dev/", json=body) as r:
+async def segment(client: httpx.AsyncClient, path: str, body: dict) -> dict:
+    async with client.stream("POST", path, json=body) as r:
         if r.status_code != 200:
             await r.aread()
             raise RuntimeError(f"{r.status_code} {r.text[:300]}")
@@ -59,28 +59,35 @@ async def segment(client: httpx.AsyncClient, body: dict) -> dict:
 
 
 def run_input(thread: str, **extra: object) -> dict:
-    return {"threadId": thread, "runId": str(uuid.uuid4()), "state": {}, "messages": [],
-            "tools": [], "context": [], "forwardedProps": {}, **extra}
+    return {"threadId": thread, "runId": str(uuid.uuid4()), "protocolVersion": "1.0",
+            "state": {}, "messages": [], "tools": [], "context": [], "forwardedProps": {},
+            **extra}
 
 
-async def full_run(client: httpx.AsyncClient) -> None:
+OURS_FIRST = {"forwardedProps": {"input": {"topic": "bench"}}}
+PEER_FIRST = {"state": {"topic": "bench", "trace": []}}
+
+
+async def full_run(client: httpx.AsyncClient, path: str, first: dict) -> None:
     thread = str(uuid.uuid4())
-    finished = await segment(client, run_input(
-        thread, forwardedProps={"input": {"topic": "bench"}}))
+    finished = await segment(client, path, run_input(thread, **first))
     for payload in ANSWERS:
         (pending,) = finished["outcome"]["interrupts"]
         _timing.mark(thread, "client_send")
-        finished = await segment(client, run_input(thread, resume=[
+        finished = await segment(client, path, run_input(thread, resume=[
             {"interruptId": pending["id"], "status": "resolved", "payload": payload}]))
         _timing.mark(thread, "client_done")
-    assert finished["outcome"]["type"] == "success", finished
+    outcome = finished.get("outcome")  # the peer ends its last run without one
+    assert outcome is None or outcome["type"] == "success", finished
 
 
 async def drive(base_url: str, token: str, clients: int, seconds: float,
-                warmup: float) -> tuple[int, float, list[float], int]:
+                warmup: float, path: str = "/agui/dev/",
+                first: dict = OURS_FIRST) -> tuple[int, float, list[float], int]:
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits,
-                                 headers={"Authorization": f"Token {token}"}) as client:
+                                 headers={"Authorization": f"Token {token}"} if token
+                                 else {}) as client:
         start = time.monotonic()
         measure_from, measure_to = start + warmup, start + warmup + seconds
         done: list[tuple[float, float]] = []  # (finished at, took)
@@ -88,7 +95,7 @@ async def drive(base_url: str, token: str, clients: int, seconds: float,
         async def loop() -> None:
             while time.monotonic() < measure_to:
                 t0 = time.monotonic()
-                await full_run(client)
+                await full_run(client, path, first)
                 done.append((time.monotonic(), time.monotonic() - t0))
 
         await asyncio.gather(*(loop() for _ in range(clients)))
@@ -106,13 +113,34 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def drive_peer(args: argparse.Namespace) -> tuple:
+    """The same drive against ag-ui-langgraph's endpoint, tuned as in bench/agui_peer.py
+    (one process, the graph run inside the request, on the same database)."""
+    import signal
+
+    from bench.agui_peer import start_peer
+
+    proc, url = start_peer(tuned=True)
+    try:
+        before = load()
+        cpu0 = cpu_seconds([proc.pid])
+        count, seconds, took, runs = asyncio.run(drive(
+            url, "", args.clients, args.seconds, args.warmup, path="/dev/", first=PEER_FIRST))
+        cpu = cpu_seconds([proc.pid]) - cpu0
+        return count / seconds, took or [float("nan")], before, load(), cpu, max(runs, 1)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=10)
-    parser.add_argument("--configs", default="1x8,2x8,1x2",
-                        help="worker processes x slots each, to try in turn (1x8 = make run)")
+    parser.add_argument("--configs", default="1x8,2x8,1x2,peer",
+                        help="worker processes x slots each, to try in turn (1x8 = make run); "
+                             "peer: ag-ui-langgraph's endpoint, tuned (bench/agui_peer.py)")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -121,7 +149,11 @@ def main() -> None:
     connection.close()
 
     rows = []
+    peer = None
     for config in args.configs.split(","):
+        if config == "peer":
+            peer = drive_peer(args)
+            continue
         workers, slots = (int(n) for n in config.split("x"))
         with Stack(f"agentsite-bench-{os.getpid()}-{config}", workers=workers,
                    concurrency=slots) as stack:
@@ -154,6 +186,12 @@ def main() -> None:
               f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
               f"({os.cpu_count()} CPUs give at most {os.cpu_count() / (product / runs):.0f} "
               "runs/s to the product alone)")
+    if peer is not None:
+        rate, took, before, after, cpu, runs = peer
+        print(f"peer, tuned (one uvicorn process, the graph in it): {rate:.1f} runs/s, "
+              f"run p50 {percentile(took, 50) * 1000:.0f}ms p99 "
+              f"{percentile(took, 99) * 1000:.0f}ms, CPU per run {cpu / runs * 1000:.0f} ms; "
+              f"{before} before, {after} after")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
     _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, "
                             f"{args.clients} clients")

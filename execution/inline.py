@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, transaction
@@ -34,7 +35,7 @@ from execution import executor, lifecycle
 from execution.lifecycle import Segment
 from execution.reaper import Heartbeat
 from execution.tasks import TRANSIENT
-from runs.models import AgentRun
+from runs.models import AgentRun, AuditLog
 from runs.services import EXECUTE_TASK, run_inline_claim_set
 
 log = logging.getLogger(__name__)
@@ -50,13 +51,14 @@ class InlineSegments:
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="segment")
         self.worker = f"inline@{socket.gethostname()}:{os.getpid()}"
 
-    def claim(self, run: AgentRun) -> bool:
+    def claim(self, run: AgentRun, audits: Sequence[AuditLog]) -> bool:
         """Inside the transaction that made ``run`` owed work (run locked): claim its
-        segment if a slot is free; run it after commit."""
+        segment if a slot is free (saving the run and ``audits`` with the claim's own);
+        run it after commit."""
         with self.lock:
             if self.busy >= self.slots:
                 return False
-        segment = lifecycle.run_claim_inline(run=run, worker=self.worker)
+        segment = lifecycle.run_claim_inline(run=run, worker=self.worker, audits=audits)
         if segment is None:
             return False
         # The slot is counted from the commit: a rolled-back claim never took one. Two

@@ -25,7 +25,14 @@ from hitl.models import AgentInterrupt, InterruptVote, StandingApproval
 from hitl.selectors import ASSIGNMENT_IDS, can_decide, is_reviewer
 from runs import registry
 from runs.models import AgentRun, AuditLog
-from runs.services import audit, audit_row, audits_save, run_enqueue_on_commit, run_transition
+from runs.services import (
+    audit,
+    audit_row,
+    audits_save,
+    run_enqueue_on_commit,
+    run_resume,
+    run_transition,
+)
 from streams.publish import notify_user_on_commit
 
 Pending = AgentInterrupt.Status.PENDING
@@ -204,9 +211,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
                                 from_status=Pending, to_status=row.status,
                                 payload=row.decision))
     if not any(r.status == Pending for r in rows.values()):
-        run_transition(run=run, to=AgentRun.Status.RESUMING, actor=actor, surface=surface,
-                       audits=audits)
-        run_enqueue_on_commit(run)
+        run_resume(run=run, actor=actor, surface=surface, audits=audits)
     else:
         audits_save(audits)
 

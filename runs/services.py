@@ -89,12 +89,14 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
 
 
 # A process that runs segments itself (``execution.inline``, in the web process), or None.
-# Called inside the transaction that made the run owed work, with the run locked: True
-# when it claimed the segment (to run after commit), False to leave it to the broker.
-_inline_claim: Callable[[AgentRun], bool] | None = None
+# Called inside the transaction that made the run owed work, with the run locked and the
+# transaction's audit rows not yet saved: True when it claimed the segment (and saved the
+# run and those rows with its own), False to leave it to the broker.
+_inline_claim: Callable[[AgentRun, Sequence[AuditLog]], bool] | None = None
 
 
-def run_inline_claim_set(claim: Callable[[AgentRun], bool] | None) -> None:
+def run_inline_claim_set(
+        claim: Callable[[AgentRun, Sequence[AuditLog]], bool] | None) -> None:
     """Install (or remove, with None) this process's inline claim (see ``_inline_claim``)."""
     global _inline_claim
     _inline_claim = claim
@@ -114,8 +116,28 @@ def run_enqueue_on_commit(run: AgentRun) -> None:
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
     """
-    if _inline_claim is not None and _inline_claim(run):
+    if _inline_claim is not None and _inline_claim(run, ()):
         return
+    _enqueue_on_commit(run)
+
+
+def run_resume(*, run: AgentRun, actor: Any, surface: str, audits: Sequence[AuditLog]) -> None:
+    """A locked paused run whose questions are all answered resumes: ``resuming``, its
+    next segment enqueued on commit; or, claimed here by this process's inline claim,
+    straight on to ``running`` (both status changes audited, in one UPDATE and one
+    INSERT with ``audits``, the transaction's other rows)."""
+    rows = [*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
+                               from_status=run.status, to_status=Status.RESUMING,
+                               surface=surface)]
+    run.status = Status.RESUMING
+    if _inline_claim is not None and _inline_claim(run, rows):
+        return
+    run.save(update_fields=["status", "updated_at"])
+    audits_save(rows)
+    _enqueue_on_commit(run)
+
+
+def _enqueue_on_commit(run: AgentRun) -> None:
     run_id, done = str(run.id), run.segments
     transaction.on_commit(lambda: run_enqueue(run_id=run_id, segments_done=done))
 

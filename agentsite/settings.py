@@ -57,7 +57,8 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 # Django passes `check=ConnectionPool.check_connection` to the pool: a connection is tested
 # when borrowed, so one a Postgres restart killed is replaced instead of failing a request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# ... except one given back less than this long ago (agentsite.postgres): it just worked.
+# ... except one given back less than this long ago whose socket has nothing to read
+# (agentsite.postgres): it just worked, and a server ending it would have said so.
 DB_CHECK_IDLE_SECONDS = env_seconds("DB_CHECK_IDLE_SECONDS", 1.0)
 
 INSTALLED_APPS = [

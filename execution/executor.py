@@ -54,8 +54,7 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     if segment.takeover:
         out.send(recovery.reopen(segment.run_id, thread_id=segment.thread_id))
     else:
-        # Goes out with the first step's events (one round trip less), or on its own
-        # if the first step is slow to start.
+        # Goes out with the first step's events (one round trip less).
         out.hold([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
     cancelled: HitlCancelled | None = None
     stopped = False

@@ -110,16 +110,8 @@ class InlineSegments:
             self.busy -= 1
 
 
-_installed: InlineSegments | None = None
-
-
 def install(slots: int) -> InlineSegments | None:
     """Run up to ``slots`` segments in this process (0: none, all go to the broker)."""
-    global _installed
-    if slots <= 0:
-        run_inline_claim_set(None)
-        _installed = None
-        return None
-    _installed = InlineSegments(slots)
-    run_inline_claim_set(_installed.claim)
-    return _installed
+    runner = InlineSegments(slots) if slots > 0 else None
+    run_inline_claim_set(runner.claim if runner else None)
+    return runner

@@ -204,7 +204,7 @@ def _messages(run: AgentRun) -> list[Message]:
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
-              state: dict[str, Any], before: list[Any] = ()) -> AgentRun | None:
+              state: dict[str, Any], before: Sequence[Any] = ()) -> AgentRun | None:
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch)."""
     with transaction.atomic():
@@ -226,7 +226,7 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
 
 def run_finish(*, segment: Segment, status: str, result: Any, text: str,
                state: dict[str, Any], reason: str = "",
-               before: list[Any] = ()) -> AgentRun | None:
+               before: Sequence[Any] = ()) -> AgentRun | None:
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` as in ``run_pause``)."""
     with transaction.atomic():

@@ -433,7 +433,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
     spec = registry.get(run.agent)
     now = timezone.now()
     rows = []
-    notify_rows = []
+    assigned = set()
     for interrupt_id, request in requests:
         rule = policies.effective(request, spec.policy if spec else None, now)
         row = _create_interrupt(
@@ -444,7 +444,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
             default_answer=rule.default, escalate_at=rule.escalate_at,
             escalate_to=list(rule.escalate_to))
         if rule.assignees or rule.groups:
-            notify_rows.append(row)
+            assigned.add(row.pk)
         if rule.assignees or rule.groups or rule.escalate_to:
             try:
                 users, groups = _resolve(rule.assignees, rule.groups)
@@ -461,14 +461,18 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
     _standing_approvals(run, rows, now, audits)
     if own_audits:
         audits_save(audits)
-    pending = [row for row in rows if row.status == Pending]
-    # Unassigned questions go to the requester (by email) and the agent's webhooks: a
+    # An unassigned question goes to the requester (by email) and the agent's webhooks: a
     # notify task only if there is one of them (it would find nobody to tell otherwise).
-    if pending and (len(notify_rows) < len(rows) and notify.anyone_for(run)):
-        notify_rows = pending
-    for row in notify_rows:
-        if row.status == Pending:
-            notify.on_commit("interrupt.created", run=run, interrupt=row)
+    reaches_requester: bool | None = None
+    for row in rows:
+        if row.status != Pending:
+            continue
+        if row.pk not in assigned:
+            if reaches_requester is None:
+                reaches_requester = notify.anyone_for(run)
+            if not reaches_requester:
+                continue
+        notify.on_commit("interrupt.created", run=run, interrupt=row)
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
 

@@ -67,11 +67,10 @@ def sweeping_check(holder: list[ConnectionPool]) -> Any:
 
 class RecentlyReturned:
     """When each pooled connection was last given back (the pool's ``reset`` callback),
-    so its ``check`` can skip one that was in use a moment ago."""
+    so its ``check`` can skip one that was in use a moment ago and has a quiet socket."""
 
-    def __init__(self, idle_seconds: float | None = None) -> None:
-        self.idle_seconds = (settings.DB_CHECK_IDLE_SECONDS if idle_seconds is None
-                             else idle_seconds)
+    def __init__(self) -> None:
+        self.idle_seconds = settings.DB_CHECK_IDLE_SECONDS
         self.returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
     def stamp(self, conn: Any) -> None:

@@ -35,6 +35,7 @@ from execution import executor, lifecycle
 from execution.lifecycle import Segment
 from execution.reaper import Heartbeat
 from execution.tasks import TRANSIENT
+from hitl.models import AgentInterrupt
 from runs.models import AgentRun, AuditLog
 from runs.services import EXECUTE_TASK, run_inline_claim_set
 
@@ -51,14 +52,16 @@ class InlineSegments:
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="segment")
         self.worker = f"inline@{socket.gethostname()}:{os.getpid()}"
 
-    def claim(self, run: AgentRun, audits: Sequence[AuditLog]) -> bool:
+    def claim(self, run: AgentRun, audits: Sequence[AuditLog],
+              answered: Sequence[AgentInterrupt] | None) -> bool:
         """Inside the transaction that made ``run`` owed work (run locked): claim its
         segment if a slot is free (saving the run and ``audits`` with the claim's own);
-        run it after commit."""
+        run it after commit. ``answered``: as ``lifecycle.run_claim_inline``."""
         with self.lock:
             if self.busy >= self.slots:
                 return False
-        segment = lifecycle.run_claim_inline(run=run, worker=self.worker, audits=audits)
+        segment = lifecycle.run_claim_inline(run=run, worker=self.worker, audits=audits,
+                                             answered=answered)
         if segment is None:
             return False
         # The slot is counted from the commit: a rolled-back claim never took one. Two

@@ -21,6 +21,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from agentsite.compiled import Compiled
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
@@ -97,21 +98,25 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
         return _claim_locked(run, first=expected == 0, fresh=fresh, worker=worker, now=now)
 
 
-def run_claim_inline(*, run: AgentRun, worker: str,
-                     audits: Sequence[AuditLog] = ()) -> Segment | None:
+def run_claim_inline(*, run: AgentRun, worker: str, audits: Sequence[AuditLog] = (),
+                     answered: Sequence[AgentInterrupt] | None = None) -> Segment | None:
     """Claim the next segment of a run the caller has locked and just made owed work
     (queued / resuming, inside the caller's transaction), for this process to run after
     commit (``execution.inline``); None if it is not owed work. ``audits``: the
-    transaction's rows not yet saved, inserted with the claim's."""
+    transaction's rows not yet saved, inserted with the claim's. ``answered``: the
+    interrupts to resume with, locked by the caller (``interrupts_to_apply``'s rows);
+    None reads them."""
     if run.status not in (Status.QUEUED, Status.RESUMING):
         return None
     return _claim_locked(run, first=run.segments == 0, fresh=True, worker=worker,
-                         now=timezone.now(), audits=audits)
+                         now=timezone.now(), audits=audits, answered=answered)
 
 
 def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
-                  now: datetime, audits: Sequence[AuditLog] = ()) -> Segment:
-    answered = interrupts.interrupts_to_apply(run)
+                  now: datetime, audits: Sequence[AuditLog] = (),
+                  answered: Sequence[AgentInterrupt] | None = None) -> Segment:
+    if answered is None:
+        answered = interrupts.interrupts_to_apply(run)
     resume = interrupts.resume_value(answered) if answered else None
     # The first segment starts from the input, also when taken over before its
     # first checkpoint (the executor decides from the checkpoint).
@@ -176,10 +181,18 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
                               user_message.content if user_message else "")
 
 
+# The pause's / finish's locking read, compiled once (``agentsite.compiled``), with what
+# the notifications of new questions need to know (``hitl.notify``).
+_LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
+                     .annotate(**notify.RUN_FACTS).filter(pk=pk), pk=uuid.UUID)
+_MESSAGES = Compiled(lambda conversation_id: Message.objects.filter(
+    conversation_id=conversation_id), conversation_id=uuid.UUID)
+
+
 def _lock_running(segment: Segment) -> AgentRun | None:
-    # With what the notifications of new questions need to know (``hitl.notify``).
-    run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**notify.RUN_FACTS)
-           .get(pk=segment.run_id))
+    run = _LOCK_RUN.first(pk=uuid.UUID(segment.run_id))
+    if run is None:
+        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
@@ -200,7 +213,7 @@ def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[Audi
 
 
 def _messages(run: AgentRun) -> list[Message]:
-    return list(Message.objects.filter(conversation_id=run.conversation_id))
+    return _MESSAGES.all(conversation_id=run.conversation_id)
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,

@@ -18,6 +18,7 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agentsite.compiled import Compiled
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
@@ -91,17 +92,23 @@ def _run_uuid(run_id: Any) -> uuid.UUID:
         raise NotFound("run not found") from None
 
 
+# Every decision's locking reads, compiled once (``agentsite.compiled``).
+_LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update().filter(pk=pk),
+                     pk=uuid.UUID)
+# Assignment as id arrays in the locking query (``hitl.policies.assignment``): no extra
+# round trips, and no user rows loaded to compare ids.
+_LOCK_INTERRUPTS = Compiled(
+    lambda run_id: AgentInterrupt.objects.select_for_update(of=("self",))
+    .filter(run_id=run_id).order_by("id").annotate(**ASSIGNMENT_IDS), run_id=uuid.UUID)
+
+
 def _lock(*, actor: Any, run_uuid: uuid.UUID,
           ids: list[str]) -> tuple[AgentRun, dict[str, AgentInterrupt]]:
     """Lock the run, then its interrupts; a run the actor may not decide is not found."""
-    run = AgentRun.objects.select_for_update().filter(pk=run_uuid).first()
+    run = _LOCK_RUN.first(pk=run_uuid)
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
-    # Assignment as id arrays in the locking query (``hitl.policies.assignment``): no
-    # extra round trips, and no user rows loaded to compare ids.
-    rows = {row.interrupt_id: row for row in
-            AgentInterrupt.objects.select_for_update(of=("self",)).filter(run=run)
-            .order_by("id").annotate(**ASSIGNMENT_IDS)}
+    rows = {row.interrupt_id: row for row in _LOCK_INTERRUPTS.all(run_id=run.pk)}
     unknown = [i for i in ids if i not in rows]
     if unknown:
         raise NotFound(f"run has no interrupt {unknown[0]!r}", code="unknown_interrupt",
@@ -211,7 +218,9 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
                                 from_status=Pending, to_status=row.status,
                                 payload=row.decision))
     if not any(r.status == Pending for r in rows.values()):
-        run_resume(run=run, actor=actor, surface=surface, audits=audits)
+        # ``rows`` holds all the run's interrupts, locked: those to apply need no query.
+        run_resume(run=run, actor=actor, surface=surface, audits=audits,
+                   answered=[r for r in rows.values() if _to_apply(r)])
     else:
         audits_save(audits)
 
@@ -382,12 +391,19 @@ def run_resume_if_answered(*, run: AgentRun, rows: list[AgentInterrupt]) -> bool
 
 # --- the worker's side (called by execution.lifecycle, which holds the run's lock) -----
 
+ANSWERED = (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.CANCELLED)
+
+
 def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
     """The run's answered interrupts not yet fed to the graph, locked."""
     return list(AgentInterrupt.objects.select_for_update()
                 .filter(run=run, applied_at__isnull=True, decided_at__isnull=False,
-                        status__in=[AgentInterrupt.Status.DECIDED,
-                                    AgentInterrupt.Status.CANCELLED]))
+                        status__in=ANSWERED).order_by("id"))
+
+
+def _to_apply(row: AgentInterrupt) -> bool:
+    # ``interrupts_to_apply``'s filter, on a row already locked.
+    return row.applied_at is None and row.decided_at is not None and row.status in ANSWERED
 
 
 def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:

@@ -90,13 +90,14 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
 
 # A process that runs segments itself (``execution.inline``, in the web process), or None.
 # Called inside the transaction that made the run owed work, with the run locked and the
-# transaction's audit rows not yet saved: True when it claimed the segment (and saved the
-# run and those rows with its own), False to leave it to the broker.
-_inline_claim: Callable[[AgentRun, Sequence[AuditLog]], bool] | None = None
+# transaction's audit rows not yet saved (and, from a decision, the answers the segment
+# resumes with, already locked; None: the claim reads them): True when it claimed the
+# segment (and saved the run and those rows with its own), False to leave it to the broker.
+InlineClaim = Callable[[AgentRun, Sequence[AuditLog], Sequence[Any] | None], bool]
+_inline_claim: InlineClaim | None = None
 
 
-def run_inline_claim_set(
-        claim: Callable[[AgentRun, Sequence[AuditLog]], bool] | None) -> None:
+def run_inline_claim_set(claim: InlineClaim | None) -> None:
     """Install (or remove, with None) this process's inline claim (see ``_inline_claim``)."""
     global _inline_claim
     _inline_claim = claim
@@ -116,21 +117,24 @@ def run_enqueue_on_commit(run: AgentRun) -> None:
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
     """
-    if _inline_claim is not None and _inline_claim(run, ()):
+    if _inline_claim is not None and _inline_claim(run, (), None):
         return
     _enqueue_on_commit(run)
 
 
-def run_resume(*, run: AgentRun, actor: Any, surface: str, audits: Sequence[AuditLog]) -> None:
+def run_resume(*, run: AgentRun, actor: Any, surface: str, audits: Sequence[AuditLog],
+               answered: Sequence[Any] | None = None) -> None:
     """A locked paused run whose questions are all answered resumes: ``resuming``, its
     next segment enqueued on commit; or, claimed here by this process's inline claim,
     straight on to ``running`` (both status changes audited, in one UPDATE and one
-    INSERT with ``audits``, the transaction's other rows)."""
+    INSERT with ``audits``, the transaction's other rows). ``answered``: the locked
+    interrupts the segment resumes with, when the caller has them (the claim need not
+    read them again)."""
     rows = [*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                from_status=run.status, to_status=Status.RESUMING,
                                surface=surface)]
     run.status = Status.RESUMING
-    if _inline_claim is not None and _inline_claim(run, rows):
+    if _inline_claim is not None and _inline_claim(run, rows, answered):
         return
     run.save(update_fields=["status", "updated_at"])
     audits_save(rows)

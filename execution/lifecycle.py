@@ -224,14 +224,16 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         run = _lock_running(segment)
         if run is None:
             return None
+        # Registered first: the segment's end goes out before the notices and tasks below.
+        events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
         _close_segment(run, segment, text, audits)
         rows = interrupts.interrupts_open(
             run=run, requests=[(i.interrupt_id, i.request) for i in interrupts_raised],
             audits=audits)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
-        publish_on_commit(run.id, [*before, *outcomes.segment_end(
-            run, state=state, messages=_messages(run), pending=rows)])
+        events.extend(outcomes.segment_end(run, state=state, messages=_messages(run),
+                                           pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
         interrupts.run_resume_if_answered(run=run, rows=rows)
     return run
@@ -246,15 +248,16 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
         run = _lock_running(segment)
         if run is None:
             return None
+        # Registered first, as in ``run_pause``: before the run-finished notice's task.
+        events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
         _close_segment(run, segment, text, audits)
         run.result = result
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
-                       audits=audits)
-        publish_on_commit(run.id, [*before, *outcomes.segment_end(run, state=state,
-                                                                  messages=_messages(run))])
+                       audits=audits, notify=notify.anyone_for_end(run))
+        events.extend(outcomes.segment_end(run, state=state, messages=_messages(run)))
     return run
 
 

@@ -55,11 +55,16 @@ def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = N
     transaction.on_commit(lambda: send_task(NOTIFY_TASK, **kwargs), robust=True)
 
 
-# ``AgentRun.objects.annotate(**RUN_FACTS)``: what ``anyone_for`` needs, read with the run.
+# ``AgentRun.objects.annotate(**RUN_FACTS)``: what ``anyone_for`` and ``anyone_for_end``
+# need, read with the run.
 RUN_FACTS = {
     "notify_owner_email": F("owner__email"),
     "notify_agent_hooked": Exists(AgentWebhook.objects.filter(agent=OuterRef("agent"),
                                                               active=True)),
+    "notify_run_assigned": Exists(AgentInterrupt.assignees.through.objects.filter(
+        agentinterrupt__run=OuterRef("pk"))) | Exists(
+        AgentInterrupt.assigned_groups.through.objects.filter(
+            agentinterrupt__run=OuterRef("pk"))),
 }
 
 
@@ -72,6 +77,14 @@ def anyone_for(run: AgentRun) -> bool:
     found = (AgentRun.objects.filter(pk=run.pk).annotate(**RUN_FACTS)
              .values_list("notify_owner_email", "notify_agent_hooked").first())
     return bool(found) and (bool(found[0]) or bool(found[1]))
+
+
+def anyone_for_end(run: AgentRun) -> bool:
+    """Would the end of the run reach anyone (``recipients`` for ``run.finished``): an
+    assignee of one of its questions, else the requester by email; or a webhook of the
+    agent. From the run's ``RUN_FACTS``: the run must have been read with them."""
+    return (bool(run.notify_run_assigned) or bool(run.notify_owner_email)
+            or bool(run.notify_agent_hooked))
 
 
 def sign(secret: str, body: bytes) -> str:

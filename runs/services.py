@@ -66,11 +66,12 @@ def audits_save(rows: Sequence[AuditLog]) -> None:
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
                    fields: tuple[str, ...] = (), surface: str = "",
-                   audits: Sequence[AuditLog] = ()) -> None:
+                   audits: Sequence[AuditLog] = (), notify: bool = True) -> None:
     """Move a locked run to ``to`` and record it. Caller holds the row lock.
 
     ``audits``: the transaction's other audit rows, inserted before the transition's own
-    in the same statement."""
+    in the same statement. ``notify``: False when the caller knows that nobody would be
+    told of the run's end (no notification task)."""
     before = run.status
     run.status = to
     if to in AgentRun.FINISHED:
@@ -79,7 +80,7 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
-    if to in AgentRun.FINISHED:
+    if to in AgentRun.FINISHED and notify:
         # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
         # by name (hitl is the layer above), after commit.
         run_id = str(run.id)

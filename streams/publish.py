@@ -107,14 +107,19 @@ def _evalsha_all(client: redis.Redis, sha: str, batches: dict[str, list[str]]) -
         pipe.execute()
 
 
-def publish_on_commit(run_id: object, events: Iterable[BaseEvent]) -> None:
+def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[BaseEvent]:
     """Publish once the surrounding transaction commits (nothing if it rolls back).
+
+    Returns the list that is published: events added to it before the commit go out too.
+    On-commit callbacks run in the order they were registered, so a transaction that
+    registers its events first has them published before its notices and tasks.
 
     ``robust``: a Redis failure is logged, never raised into the caller, whose change
     is committed. Events are recoverable (connect rebuilds a thread from the database);
     business state must not depend on them."""
-    events = list(events)
-    transaction.on_commit(lambda: publish(run_id, events), robust=True)
+    batch = list(events)
+    transaction.on_commit(lambda: publish(run_id, batch), robust=True)
+    return batch
 
 
 def notify_user_on_commit(user_id: object, payload: dict) -> None:

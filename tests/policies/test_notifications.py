@@ -62,9 +62,47 @@ def test_emails_go_to_assignees_or_the_requester(client_of, live, mailoutbox):
                                 json={"payload": {"approved": True}})
     assert r.status_code == 202
     wait_run(owner, run["id"], "completed")
+    # The worker told them of the end too (the run had assignees: the task was sent).
+    _until(lambda: "Subject: [agentsite] policy_ask run completed" in live["worker"].log())
     notify.deliver(event="run.finished", run_id=run["id"])
     assert sorted(m.to[0] for m in mailoutbox) == ["alice@example.com", "carol@example.com"]
     assert mailoutbox[0].subject == "[agentsite] policy_ask run completed"
+
+
+def test_a_run_end_is_announced_only_when_it_reaches_someone(people):
+    """The run-finished task is sent only if the end would reach someone: an assignee of
+    one of the run's questions, the requester by email, or a webhook of the agent."""
+    from hitl.models import AgentInterrupt
+    from runs.models import AgentRun, Conversation
+
+    owner = people["owner"]
+    owner.email = ""
+    owner.save()
+    conversation = Conversation.objects.create(owner=owner, agent="policy_ask")
+    run = AgentRun.objects.create(owner=owner, conversation=conversation, agent="policy_ask",
+                                  thread_id=conversation.thread_id, status="running")
+
+    def reaches() -> bool:
+        return notify.anyone_for_end(AgentRun.objects.annotate(**notify.RUN_FACTS).get(
+            pk=run.pk))
+
+    assert not reaches()  # no email, no assignee, no webhook: no task
+    question = AgentInterrupt.objects.create(run=run, interrupt_id="q1", kind="approval",
+                                             request={"type": "approval"})
+    assert not reaches()
+    question.assigned_groups.add(people["legal"])
+    assert reaches()
+    question.assigned_groups.clear()
+    question.assignees.add(people["alice"])
+    assert reaches()
+    question.assignees.clear()
+    owner.email = "owner@example.com"
+    owner.save()
+    assert reaches()
+    owner.email = ""
+    owner.save()
+    AgentWebhook.objects.create(agent="policy_ask", url="http://127.0.0.1:9/hook", secret="s")
+    assert reaches()
 
 
 class _Receiver(BaseHTTPRequestHandler):

@@ -31,7 +31,7 @@ from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message
-from runs.services import run_transition
+from runs.services import LOCK_RUN, run_transition
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     now = timezone.now()
     with transaction.atomic():
         _commit_without_flush()
-        run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
+        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.

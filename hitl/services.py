@@ -27,6 +27,7 @@ from hitl.selectors import ASSIGNMENT_IDS, can_decide, is_reviewer
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import (
+    LOCK_RUN,
     audit,
     audit_row,
     audits_save,
@@ -92,11 +93,9 @@ def _run_uuid(run_id: Any) -> uuid.UUID:
         raise NotFound("run not found") from None
 
 
-# Every decision's locking reads, compiled once (``agentsite.compiled``).
-_LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update().filter(pk=pk),
-                     pk=uuid.UUID)
-# Assignment as id arrays in the locking query (``hitl.policies.assignment``): no extra
-# round trips, and no user rows loaded to compare ids.
+# A decision's locking read of the run's interrupts, compiled once (``agentsite.compiled``),
+# with assignment as id arrays (``hitl.policies.assignment``): no extra round trips, and
+# no user rows loaded to compare ids.
 _LOCK_INTERRUPTS = Compiled(
     lambda run_id: AgentInterrupt.objects.select_for_update(of=("self",))
     .filter(run_id=run_id).order_by("id").annotate(**ASSIGNMENT_IDS), run_id=uuid.UUID)
@@ -105,7 +104,7 @@ _LOCK_INTERRUPTS = Compiled(
 def _lock(*, actor: Any, run_uuid: uuid.UUID,
           ids: list[str]) -> tuple[AgentRun, dict[str, AgentInterrupt]]:
     """Lock the run, then its interrupts; a run the actor may not decide is not found."""
-    run = _LOCK_RUN.first(pk=run_uuid)
+    run = LOCK_RUN.first(pk=run_uuid)
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
     rows = {row.interrupt_id: row for row in _LOCK_INTERRUPTS.all(run_id=run.pk)}
@@ -394,11 +393,15 @@ def run_resume_if_answered(*, run: AgentRun, rows: list[AgentInterrupt]) -> bool
 ANSWERED = (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.CANCELLED)
 
 
+_LOCK_TO_APPLY = Compiled(
+    lambda run_id: AgentInterrupt.objects.select_for_update().filter(
+        run_id=run_id, applied_at__isnull=True, decided_at__isnull=False,
+        status__in=ANSWERED).order_by("id"), run_id=uuid.UUID)
+
+
 def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
     """The run's answered interrupts not yet fed to the graph, locked."""
-    return list(AgentInterrupt.objects.select_for_update()
-                .filter(run=run, applied_at__isnull=True, decided_at__isnull=False,
-                        status__in=ANSWERED).order_by("id"))
+    return _LOCK_TO_APPLY.all(run_id=run.pk)
 
 
 def _to_apply(row: AgentInterrupt) -> bool:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.celery import app as celery_app
+from agentsite.compiled import Compiled
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
@@ -29,6 +30,12 @@ Status = AgentRun.Status
 EXECUTE_TASK = "runs.tasks.run_execute"
 # Notifications (``hitl.tasks.notify_event``).
 RUN_FINISHED_TASK = "hitl.notify"
+
+
+# A run, locked: the first read of a decision's and a claim's transaction, compiled once
+# (``agentsite.compiled``).
+LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update().filter(pk=pk),
+                    pk=uuid.UUID)
 
 
 def _label(actor: Any) -> str:

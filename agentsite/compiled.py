@@ -1,26 +1,33 @@
-"""Querysets compiled to SQL once and run again with new values: the hot path's reads.
+"""Statements made once and run again with new values: the hot path's reads and writes.
 
-Django builds and compiles a queryset's SQL on every evaluation. For the few reads every
-segment makes (the locking reads of a decision and of a pause) that costs more Python
-than the query takes in Postgres on a small machine. A ``Compiled`` query keeps what
-Django compiled the first time: the SQL, where its values go, and how a row becomes a
-model instance (the same ``from_db``, converters and annotations as a queryset). The
-queryset stays the one definition, so model changes still change the SQL.
+Django builds and compiles a statement's SQL every time it runs one. For the few
+statements every segment makes (the locking reads, the status updates and the audit
+rows of a decision and of a pause) that costs more Python than the statement takes in
+Postgres on a small machine.
 
-Only for plain model querysets: no ``select_related``, ``prefetch_related``, ``values``,
-``defer`` / ``only``, or values whose SQL shape varies (``__in`` lists).
+- ``Compiled`` keeps what Django compiled the first time for a queryset: the SQL, where
+  its values go, and how a row becomes a model instance (the same ``from_db``,
+  converters and annotations as a queryset). The queryset stays the one definition, so
+  model changes still change the SQL. Only for plain model querysets: no
+  ``select_related``, ``prefetch_related``, ``values``, ``defer`` / ``only``, or values
+  whose SQL shape varies (``__in`` lists).
+- ``save_fields`` and ``insert`` are ``obj.save(update_fields=...)`` and
+  ``bulk_create``: the same values (each field's ``pre_save`` and
+  ``get_db_prep_save``), with the SQL made once per model and field list. Like
+  ``bulk_create`` they send no model signals (no model here has receivers) and skip
+  ``save()`` overrides.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model, QuerySet
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.models import Field, Model, QuerySet
 from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
@@ -122,3 +129,72 @@ class Compiled(Generic[M]):
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, (str, uuid.UUID))
+
+
+_statements: dict[tuple[Any, ...], tuple[str, list[Field]]] = {}
+
+
+def save_fields(obj: Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS) -> None:
+    """``obj.save(update_fields=fields)`` (``auto_now`` fields update when named)."""
+    model, connection = type(obj), connections[using]
+    key = ("update", model, tuple(fields))
+    if key not in _statements:
+        columns = [_plain(model._meta.get_field(name)) for name in fields]
+        if any(f.primary_key for f in columns):
+            raise ValueError("the primary key is not updated")
+        qn = connection.ops.quote_name
+        _statements[key] = (
+            f"UPDATE {qn(model._meta.db_table)} SET "
+            + ", ".join(f"{qn(f.column)} = %s" for f in columns)
+            + f" WHERE {qn(model._meta.pk.column)} = %s", columns)
+    sql, columns = _statements[key]
+    params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in columns]
+    params.append(model._meta.pk.get_db_prep_value(obj.pk, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.rowcount == 0:
+            raise DatabaseError("Save with update_fields did not affect any rows.")
+
+
+def insert(objs: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
+    """``bulk_create(objs)`` for new rows of one model, in one INSERT: ids made by the
+    database are set on the objects, which are then saved instances."""
+    if not objs:
+        return
+    model, connection = type(objs[0]), connections[using]
+    meta = model._meta
+    key = ("insert", model, len(objs))
+    if key not in _statements:
+        columns = [_plain(f) for f in meta.concrete_fields
+                   if f not in meta.db_returning_fields]
+        qn = connection.ops.quote_name
+        row = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        returning = ", ".join(qn(f.column) for f in meta.db_returning_fields)
+        _statements[key] = (
+            f"INSERT INTO {qn(meta.db_table)} ("
+            + ", ".join(qn(f.column) for f in columns) + ") VALUES "
+            + ", ".join([row] * len(objs)) + (f" RETURNING {returning}" if returning else ""),
+            columns)
+    sql, columns = _statements[key]
+    params = []
+    for obj in objs:
+        obj._prepare_related_fields_for_save(operation_name="bulk_create")
+        if obj.pk is None and meta.pk not in meta.db_returning_fields:
+            obj.pk = meta.pk.get_pk_value_on_save(obj)
+        params.extend(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        made = cursor.fetchall() if meta.db_returning_fields else [()] * len(objs)
+    for obj, values in zip(objs, made, strict=True):
+        for field, value in zip(meta.db_returning_fields, values, strict=True):
+            setattr(obj, field.attname, value)
+        obj._state.adding, obj._state.db = False, using
+
+
+def _plain(field: Field) -> Field:
+    # A column whose value goes in as a plain %s parameter, as Django's compilers write
+    # it; others (binary placeholders, database defaults, generated) keep the ORM's path.
+    if not field.concrete or hasattr(field, "get_placeholder") or getattr(
+            field, "generated", False) or field.has_db_default():
+        raise ValueError(f"{field} is not a plain column")
+    return field

@@ -18,7 +18,7 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentsite.compiled import Compiled
+from agentsite.compiled import Compiled, insert, save_fields
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
@@ -211,7 +211,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
         row.decision = clean.get(answer.interrupt_id)
         row.decided_by = actor
         row.decided_at = now
-        row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+        save_fields(row, ["status", "decision", "decided_by", "decided_at"])
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=actor,
                                 surface=surface, interrupt_ref=row.interrupt_id,
                                 from_status=Pending, to_status=row.status,
@@ -499,7 +499,9 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
 def _create_interrupt(**fields: Any) -> AgentInterrupt:
     try:
         # No savepoint: the error ends the caller's transaction, which rolls back.
-        return AgentInterrupt.objects.create(**fields)
+        row = AgentInterrupt(**fields)
+        insert([row])
+        return row
     except IntegrityError:
         # An answered interrupt raised again means its answer never reached the graph.
         raise RuntimeError(f"interrupt {fields['interrupt_id']} was raised again after it "

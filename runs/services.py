@@ -18,7 +18,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.celery import app as celery_app
-from agentsite.compiled import Compiled
+from agentsite.compiled import Compiled, insert, save_fields
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
@@ -68,7 +68,7 @@ def audit_row(*, run: AgentRun, action: str, actor: Any = None, from_status: str
 
 def audits_save(rows: Sequence[AuditLog]) -> None:
     if rows:
-        AuditLog.objects.bulk_create(rows)
+        insert(rows)  # bulk_create's INSERT, its SQL made once (agentsite.compiled)
 
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
@@ -83,7 +83,7 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    run.save(update_fields=["status", "finished_at", "updated_at", *fields])
+    save_fields(run, ["status", "finished_at", "updated_at", *fields])
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
@@ -144,7 +144,7 @@ def run_resume(*, run: AgentRun, actor: Any, surface: str, audits: Sequence[Audi
     run.status = Status.RESUMING
     if _inline_claim is not None and _inline_claim(run, rows, answered):
         return
-    run.save(update_fields=["status", "updated_at"])
+    save_fields(run, ["status", "updated_at"])
     audits_save(rows)
     _enqueue_on_commit(run)
 

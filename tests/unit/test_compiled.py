@@ -78,3 +78,55 @@ def test_only_plain_querysets(run):
     with pytest.raises(ValueError):
         Compiled(lambda pk: AgentRun.objects.filter(pk=pk).only("id"),
                  pk=uuid.UUID).all(pk=run.pk)
+
+
+def test_save_fields_is_save_with_update_fields(run, users):
+    from django.db import DatabaseError
+
+    from agentsite.compiled import save_fields
+
+    row = AgentInterrupt.objects.get(run=run, interrupt_id="q0")
+    before = AgentRun.objects.get(pk=run.pk).updated_at
+    row.status, row.decision, row.decided_by = "decided", {"value": ["a", None]}, users["owner"]
+    row.decided_at = before
+    save_fields(row, ["status", "decision", "decided_by", "decided_at"])
+    again = AgentInterrupt.objects.get(pk=row.pk)
+    assert (again.status, again.decision, again.decided_by_id, again.decided_at) == (
+        "decided", {"value": ["a", None]}, users["owner"].pk, before)
+    assert again.kind == "input"  # fields not named are left alone
+    run.status = "paused"
+    save_fields(run, ["status", "updated_at"])  # auto_now, as save() sets it
+    assert run.updated_at > before
+    assert AgentRun.objects.get(pk=run.pk).updated_at == run.updated_at
+    row.decision = None
+    save_fields(row, ["decision"])
+    assert AgentInterrupt.objects.get(pk=row.pk).decision is None  # SQL NULL, as save()
+    gone = AgentRun(pk=uuid.uuid4())
+    with pytest.raises(DatabaseError):
+        save_fields(gone, ["status"])
+    with pytest.raises(ValueError):
+        save_fields(run, ["id"])
+
+
+def test_insert_is_bulk_create(run, users):
+    from django.db import IntegrityError
+
+    from agentsite.compiled import insert
+    from runs.models import AuditLog
+    from runs.services import audit_row
+
+    rows = [audit_row(run=run, action="decision", actor=users["owner"], interrupt_ref="q0",
+                      payload={"value": 1}, surface="api"),
+            audit_row(run=run, action="run_status", from_status="paused",
+                      to_status="resuming")]
+    insert(rows)
+    assert all(r.pk and not r._state.adding for r in rows)
+    stored = list(AuditLog.objects.filter(pk__in=[r.pk for r in rows]).order_by("id"))
+    assert [(a.action, a.actor_id, a.actor_label, a.payload, a.created_at) for a in stored] == [
+        (r.action, r.actor_id, r.actor_label, r.payload, r.created_at) for r in rows]
+    assert stored[0].created_at is not None and stored[1].payload is None
+    question = AgentInterrupt(run=run, interrupt_id="q9", kind="input", request={"x": 1})
+    insert([question])  # a uuid key made in Python goes in as given
+    assert AgentInterrupt.objects.get(pk=question.pk).request == {"x": 1}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert([AgentInterrupt(run=run, interrupt_id="q9", kind="input", request={})])

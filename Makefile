@@ -45,6 +45,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) bench/agui_peer.py
 	$(PY) bench/events.py
 	$(PY) bench/throughput.py
+	$(PY) bench/inprocess.py
 
 clean-data:
 	$(PY) -m agentsite.embedded stop

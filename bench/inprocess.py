@@ -1,0 +1,99 @@
+"""Full `dev` cycles in this process: the services and the executor alone, no HTTP, no
+broker, no other thread competing for the GIL.
+
+Each cycle: ``run_start`` + the executor's segment, then 4 × (``interrupts_decide`` + the
+executor's segment), as ``/agui/dev/`` does them with an inline slot (the claim is made in
+the start's and the decision's transaction, ``lifecycle.run_claim_inline``), but the
+segment runs right here instead of in a thread after the commit. Events are published to
+Redis as usual. Prints wall and CPU time per cycle: what our own code and LangGraph cost,
+without the transport. ``--profile FILE`` writes a cProfile of the measured cycles.
+
+Usage: python bench/inprocess.py [--cycles 40] [--warmup 5] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from bench._services import load  # noqa: E402
+from execution import executor, lifecycle  # noqa: E402
+from hitl.models import AgentInterrupt  # noqa: E402
+from hitl.services import Answer, interrupts_decide  # noqa: E402
+from runs import services  # noqa: E402
+
+ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
+           {"approved": True}]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--profile", default="")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    claimed: list[lifecycle.Segment] = []
+
+    def claim(run, audits, answered) -> bool:  # noqa: ANN001
+        segment = lifecycle.run_claim_inline(run=run, worker="bench", audits=audits,
+                                             answered=answered)
+        if segment is not None:
+            claimed.append(segment)
+        return segment is not None
+
+    def cycle() -> None:
+        run = services.run_start(owner=user, agent="dev", input={"topic": "bench"},
+                                 surface="agui")
+        executor.execute(claimed.pop())
+        for payload in ANSWERS:
+            pending = (AgentInterrupt.objects.filter(run=run, status="pending")
+                       .values_list("interrupt_id", flat=True).get())
+            interrupts_decide(actor=user, run_id=run.id, surface="agui", answers=[
+                Answer(interrupt_id=pending, status="resolved", payload=payload)])
+            executor.execute(claimed.pop())
+        run.refresh_from_db()
+        assert run.status == "completed", run.status
+
+    services.run_inline_claim_set(claim)
+    try:
+        for _ in range(args.warmup):
+            cycle()
+        before = load()
+        profile = cProfile.Profile() if args.profile else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        if profile:
+            profile.enable()
+        for _ in range(args.cycles):
+            cycle()
+        if profile:
+            profile.disable()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        services.run_inline_claim_set(None)
+    if profile:
+        profile.dump_stats(args.profile)
+    print(f"dev cycles in one process (services + executor, no HTTP, no broker); "
+          f"{before} before, {load()} after")
+    print(f"{args.cycles} cycles: wall {wall / args.cycles * 1000:.1f} ms, "
+          f"CPU {cpu / args.cycles * 1000:.1f} ms per cycle"
+          + (" (under cProfile)" if profile else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -43,6 +43,12 @@ class AgentListView(APIView):
         return Response(AgentSerializer(data, many=True).data)
 
 
+def _with_details(runs: QuerySet[AgentRun]) -> QuerySet[AgentRun]:
+    # What RunSerializer reads: the owner's name and the interrupts (the pending ones).
+    return runs.select_related("owner").prefetch_related(
+        Prefetch("interrupts", queryset=AgentInterrupt.objects.select_related("decided_by")))
+
+
 @extend_schema_view(
     list=extend_schema(parameters=[
         OpenApiParameter("status", str, enum=list(AgentRun.Status.values)),
@@ -55,9 +61,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     queryset = AgentRun.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
-        qs = (self._runs().select_related("owner")
-              .prefetch_related(Prefetch("interrupts", queryset=AgentInterrupt.objects
-                                         .select_related("decided_by"))))
+        qs = _with_details(self._runs())
         if self.action == "list":
             wanted = choice_param(self.request, "status", list(AgentRun.Status.values))
             if wanted:
@@ -75,7 +79,9 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return decidable_runs(self.request.user)
 
     def _fresh(self, run: AgentRun) -> dict:
-        return RunSerializer(self.get_queryset().get(pk=run.pk)).data
+        # The service has just let this user act on the run: re-read it as it is now
+        # without scoping it again (a reviewer's permission lookup costs queries).
+        return RunSerializer(_with_details(AgentRun.objects.all()).get(pk=run.pk)).data
 
     @extend_schema(request=RunCreateSerializer, parameters=[IDEMPOTENCY_KEY],
                    responses={201: RunSerializer, **errors(400, 401, 403, 404, 409, 415, 422)})

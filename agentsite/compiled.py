@@ -111,7 +111,8 @@ class Compiled(Generic[M]):
         compiler = query.get_compiler(using=self.using)
         sql, params = compiler.as_sql()
         by_value = {marker: name for name, marker in markers.items()}
-        slots = {i: by_value[p] for i, p in enumerate(params) if _hashable(p) and p in by_value}
+        slots = {i: by_value[p] for i, p in enumerate(params)
+                 if isinstance(p, (str, uuid.UUID)) and p in by_value}
         if sorted(slots.values()) != sorted(markers):
             raise ValueError("each value must appear once in the compiled SQL")
         select, klass_info = compiler.select, compiler.klass_info
@@ -125,10 +126,6 @@ class Compiled(Generic[M]):
                         in compiler.get_converters(columns).items()],
             annotations=dict(compiler.annotation_col_map),
             locks=bool(query.select_for_update))
-
-
-def _hashable(value: Any) -> bool:
-    return isinstance(value, (str, uuid.UUID))
 
 
 _statements: dict[tuple[Any, ...], tuple[str, list[Field]]] = {}

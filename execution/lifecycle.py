@@ -183,14 +183,14 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
 
 # The pause's / finish's locking read, compiled once (``agentsite.compiled``), with what
 # the notifications of new questions need to know (``hitl.notify``).
-_LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
-                     .annotate(**notify.RUN_FACTS).filter(pk=pk), pk=uuid.UUID)
+_LOCK_RUNNING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
+                         .annotate(**notify.RUN_FACTS).filter(pk=pk), pk=uuid.UUID)
 _MESSAGES = Compiled(lambda conversation_id: Message.objects.filter(
     conversation_id=conversation_id), conversation_id=uuid.UUID)
 
 
 def _lock_running(segment: Segment) -> AgentRun | None:
-    run = _LOCK_RUN.first(pk=uuid.UUID(segment.run_id))
+    run = _LOCK_RUNNING.first(pk=uuid.UUID(segment.run_id))
     if run is None:
         raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
@@ -268,7 +268,7 @@ def run_fail(*, run_id: str, error: str, code: str = "agent_error",
     ``segment``: the failing segment's claim; if its lease was lost (another worker took
     the segment over) the run is not ours to fail."""
     with transaction.atomic():
-        run = AgentRun.objects.select_for_update().filter(pk=run_id).first()
+        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
         if run is None or run.is_finished:
             return None
         if segment is not None and segment.lease and run.lease_owner != segment.lease:
@@ -315,7 +315,7 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
 
 def _locked_decidable_run(*, actor: Any, run_id: Any) -> AgentRun:
     try:
-        run = AgentRun.objects.select_for_update().filter(pk=uuid.UUID(str(run_id))).first()
+        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
     except ValueError:
         run = None
     if run is None or not can_decide(actor, run):

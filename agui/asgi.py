@@ -50,6 +50,14 @@ def _with_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
 class BareASGIHandler(ASGIHandler):
     """Django's ASGI handler with no middleware chain, only the guards above."""
 
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        # No ThreadSensitiveContext: Django's makes a new thread per request for its
+        # thread-sensitive calls (the request signals' receivers, ``response.close``)
+        # and another one to join it. Here those few calls share asgiref's one
+        # process-wide thread instead; the views' database steps never were
+        # thread-sensitive (``agui.views._db_step``).
+        await self.handle(scope, receive, send)
+
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async)
         self._view_middleware = []

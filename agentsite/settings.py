@@ -143,7 +143,7 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first so anonymous requests get 401 with WWW-Authenticate.
-        "rest_framework.authentication.TokenAuthentication",
+        "agentsite.token_auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -14,25 +14,38 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ag_ui.core import BaseEvent, Event
-from pydantic import TypeAdapter
+from ag_ui.core import BaseEvent
 
 from runs.models import AgentRun
 from streams.keys import counter_key, event_key, run_channel
 from streams.pubsub import reader
-
-_event_adapter: TypeAdapter[Any] = TypeAdapter(Event)
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
 KEEPALIVE = object()  # yielded when the stream should send an SSE comment
 CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
 
 
-def parse_event(data: Any) -> BaseEvent:
-    """A stored / published event (JSON text or dict) as its ag-ui-protocol class."""
-    return _event_adapter.validate_python(json.loads(data) if isinstance(data, str) else data)
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """A published event as the JSON it was stored with: what ag-ui-protocol's
+    EventEncoder writes after ``data:`` (``streams.publish.wire``), so it is relayed
+    as is, without a round trip through its pydantic class."""
+
+    type: str
+    data: str
+
+    @classmethod
+    def of(cls, data: str) -> Wire:
+        return cls(json.loads(data)["type"], data)
+
+    def with_ids(self, **ids: str) -> str:
+        """The JSON with ``threadId`` / ``runId`` replaced (``thread_id=``, ``run_id=``)."""
+        body = json.loads(self.data)
+        body.update({"threadId": ids["thread_id"], "runId": ids["run_id"]})
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 class RunEvents:
@@ -64,7 +77,7 @@ class RunEvents:
     async def counter(self) -> int:
         return int(await self.client.get(counter_key(self.channel)) or 0)
 
-    async def stored(self, first: int, last: int) -> list[tuple[int, BaseEvent]]:
+    async def stored(self, first: int, last: int) -> list[tuple[int, Wire]]:
         """Stored events with ids first..last (expired ones are skipped)."""
         if last < first:
             return []
@@ -73,11 +86,11 @@ class RunEvents:
         for event_id, raw in zip(range(first, last + 1), await self.client.mget(keys),
                                  strict=True):
             if raw is not None:
-                out.append((event_id, parse_event(json.loads(raw)["data"])))
+                out.append((event_id, Wire.of(json.loads(raw)["data"])))
         return out
 
     async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
-                     keepalive: float = 15.0) -> AsyncIterator[tuple[int, BaseEvent] | None]:
+                     keepalive: float = 15.0) -> AsyncIterator[tuple[int, Wire] | None]:
         """Events with id > ``after``: stored first, then live. Yields ``None`` after
         ``idle`` seconds without an event (for the caller's watchdog; each further quiet
         spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
@@ -91,7 +104,8 @@ class RunEvents:
         wait = idle
         while True:
             try:
-                body = await asyncio.wait_for(self.queue.get(), timeout=wait)
+                async with asyncio.timeout(wait):  # no task per event, as wait_for makes
+                    body = await self.queue.get()
                 wait = idle
             except TimeoutError:
                 wait = min(idle_max, wait * 2)
@@ -119,15 +133,16 @@ class RunEvents:
                     yield item
             last = event_id
             quiet_since = time.monotonic()
-            yield event_id, parse_event(body["data"])
+            yield event_id, Wire.of(body["data"])
 
 
 async def relay_segment(events: RunEvents, *, after: int,
                   check_status: Callable[[], Awaitable[str | None]],
                   started: Callable[[], BaseEvent],
-                  lost: Callable[[str], BaseEvent]) -> AsyncIterator[Any]:
+                  lost: Callable[[str], BaseEvent]) -> AsyncIterator[Wire | BaseEvent | object]:
     """One AG-UI run (a segment of our run): from the first RUN_STARTED after ``after``
-    to its RUN_FINISHED / RUN_ERROR. Yields events (and KEEPALIVE markers).
+    to its RUN_FINISHED / RUN_ERROR. Yields published events (``Wire``), the events
+    ``started()`` / ``lost()`` made here, and KEEPALIVE markers.
 
     A RUN_ERROR with no RUN_STARTED before it (the run failed before the worker began
     the segment) gets a ``started()`` event in front. If the run stops being live
@@ -150,7 +165,7 @@ async def relay_segment(events: RunEvents, *, after: int,
             continue
         strikes = 0
         _, event = item
-        kind = event.type.value if hasattr(event.type, "value") else str(event.type)
+        kind = event.type
         if not open_run:
             if kind == "RUN_STARTED":
                 open_run = True

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunFinishedEvent, RunStartedEvent
+from ag_ui.core import BaseEvent, RunAgentInput
 from ag_ui.encoder import EventEncoder
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -41,17 +41,19 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
 from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
+from agentsite.compiled import Compiled
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
+from agentsite.token_auth import TokenAuthentication
 from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
-from agui.relay import KEEPALIVE, TERMINAL, RunEvents, relay_segment
+from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
 from execution import graphs
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
@@ -175,6 +177,22 @@ def _channel_counter(run_id: object) -> int:
     return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
+# The runs of a thread holding an interrupt: an AG-UI resume names interrupts only.
+# Compiled once (agentsite.compiled) for the usual answer to one interrupt.
+_RUNS_HOLDING = Compiled(
+    lambda thread_id, agent, interrupt_id: AgentRun.objects.filter(
+        thread_id=thread_id, agent=agent, interrupts__interrupt_id=interrupt_id),
+    thread_id=str, agent=str, interrupt_id=str)
+
+
+def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[AgentRun]:
+    if len(set(ids)) == 1:
+        return _RUNS_HOLDING.all(thread_id=thread_id, agent=agent, interrupt_id=ids[0])
+    return [row.run for row in AgentInterrupt.objects.filter(
+        run__thread_id=thread_id, run__agent=agent, interrupt_id__in=ids).select_related(
+        "run").only("run__id", "run__owner_id")]
+
+
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
     user = _authenticate(request)
     if registry.get(agent) is None:
@@ -188,10 +206,8 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
                 check_answer_size(entry.payload, f"resume.{entry.interrupt_id}.payload")
             # Someone else's thread answers like a missing one (the same 404, whether or not
             # the ids exist there).
-            found = AgentInterrupt.objects.filter(
-                run__thread_id=str(tid), run__agent=agent, interrupt_id__in=ids).select_related(
-                "run").only("run__id", "run__owner_id")
-            run_ids = {row.run.id for row in found if can_decide(user, row.run)}
+            run_ids = {run.pk for run in _runs_holding(str(tid), agent, ids)
+                       if can_decide(user, run)}
             if not run_ids:
                 raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",
                                extra={"interrupt_ids": ids})
@@ -275,19 +291,15 @@ async def _live_start(events: RunEvents) -> int:
     """For connect to a live run: where its current segment begins in the store."""
     top = await events.counter()
     stored = await events.stored(1, top)
-    kinds = [e.type.value if hasattr(e.type, "value") else str(e.type) for _, e in stored]
+    kinds = [e.type for _, e in stored]
     starts = [i for i, k in enumerate(kinds) if k == "RUN_STARTED"]
     if not starts or any(k in ("RUN_FINISHED", "RUN_ERROR") for k in kinds[starts[-1]:]):
         return top  # the current segment has not started yet: wait for its RUN_STARTED
     return stored[starts[-1]][0] - 1
 
 
-def _rewrite(event: BaseEvent, plan: Plan) -> BaseEvent:
-    # The client checks the ids of its own run: our segment ids become the client's.
-    if isinstance(event, (RunStartedEvent, RunFinishedEvent)):
-        return event.model_copy(update={"thread_id": plan.client_thread_id,
-                                        "run_id": plan.client_run_id})
-    return event
+# The client checks the ids of its own run: our segment ids become the client's.
+_CLIENT_IDS = ("RUN_STARTED", "RUN_FINISHED")
 
 
 async def _stream(plan: Plan) -> AsyncIterator[str]:
@@ -306,10 +318,13 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
                     message=f"run is {status} and its events are gone", code="events_lost")):
             if item is KEEPALIVE:
                 yield ": keepalive\n\n"
-            else:
-                if timing.enabled and item.type in TERMINAL:
-                    timing.mark(plan.run_id, "relay_end")
-                yield _encoder.encode(_rewrite(item, plan))
+                continue
+            if timing.enabled and item.type in TERMINAL:
+                timing.mark(plan.run_id, "relay_end")
+            if isinstance(item, Wire):  # as published: already the encoder's JSON
+                yield f"data: {item.with_ids(**ids) if item.type in _CLIENT_IDS else item.data}\n\n"
+            else:  # made here (started / lost)
+                yield _encoder.encode(item)
 
 
 async def _respond(request: HttpRequest, prepare: Callable[..., Plan],

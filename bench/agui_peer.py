@@ -140,6 +140,8 @@ def serve_peer(port: int) -> None:
     def healthz() -> dict:
         return {"ok": True}
 
+    # The same server setup as ours: uvicorn picks uvloop and httptools (installed with
+    # agentsite) by itself, for both.
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

@@ -32,9 +32,10 @@ from streams.keys import (
 _local = threading.local()
 
 
-def to_wire(event: BaseEvent) -> dict:
-    """The event as the camelCase JSON object the EventEncoder writes after ``data:``."""
-    return event.model_dump(mode="json", by_alias=True)
+def wire(event: BaseEvent) -> str:
+    """The event as the camelCase JSON text ag-ui-protocol's EventEncoder writes after
+    ``data:`` (the same call), so a relay can send it on unchanged (``agui.relay``)."""
+    return event.model_dump_json(by_alias=True)
 
 
 def redis_client() -> redis.Redis:
@@ -53,7 +54,7 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
     round trip per batch instead of a new connection and three per event.
     """
     events = list(events)
-    payloads = [json.dumps(to_wire(event)) for event in events]
+    payloads = [wire(event) for event in events]
     if not payloads:
         return
     if timing.enabled:

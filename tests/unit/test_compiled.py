@@ -131,3 +131,42 @@ def test_insert_is_bulk_create(run, users):
     assert AgentInterrupt.objects.get(pk=question.pk).request == {"x": 1}
     with pytest.raises(IntegrityError), transaction.atomic():
         insert([AgentInterrupt(run=run, interrupt_id="q9", kind="input", request={})])
+
+
+def test_token_authentication_answers_as_drf(run, users):
+    from rest_framework import authentication, exceptions
+    from rest_framework.authtoken.models import Token
+
+    from agentsite.token_auth import TokenAuthentication
+
+    owner = users["owner"]
+    token, _ = Token.objects.get_or_create(user=owner)
+    ours, stock = TokenAuthentication(), authentication.TokenAuthentication()
+    user, auth = ours.authenticate_credentials(token.key)
+    stock_user, stock_auth = stock.authenticate_credentials(token.key)
+    assert _fields(user) == _fields(stock_user)  # no extra attribute left on the user
+    assert (auth.key, auth.user_id, auth.created, auth.user) == (
+        stock_auth.key, stock_auth.user_id, stock_auth.created, user)
+    assert not auth._state.adding
+    for key in ["nope", token.key + "x", "' OR '1'='1", ""]:
+        with pytest.raises(exceptions.AuthenticationFailed, match="Invalid token"):
+            ours.authenticate_credentials(key)
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+    with pytest.raises(exceptions.AuthenticationFailed, match="inactive"):
+        ours.authenticate_credentials(token.key)
+
+
+def test_agui_resume_finds_the_run_of_one_interrupt_as_the_queryset(run, users):
+    from agui.views import _runs_holding
+
+    other = AgentRun.objects.create(owner=users["outsider"], conversation=run.conversation,
+                                    agent="dev", thread_id="another", input={})
+    AgentInterrupt.objects.create(run=other, interrupt_id="q0", kind="input", request={})
+    found = _runs_holding(run.thread_id, "dev", ["q0"])
+    assert [_fields(r) for r in found] == [_fields(AgentRun.objects.get(pk=run.pk))]
+    assert _runs_holding(run.thread_id, "dev", ["q0", "q0"])[0].pk == run.pk
+    assert {r.pk for r in _runs_holding(run.thread_id, "dev", ["q0", "q1"])} == {run.pk}
+    assert _runs_holding(run.thread_id, "other-agent", ["q0"]) == []
+    assert _runs_holding("another", "dev", ["q1"]) == []
+    assert [r.pk for r in _runs_holding("another", "dev", ["q0"])] == [other.pk]

@@ -1,9 +1,14 @@
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
-application = get_asgi_application()
+django.setup(set_prefix=False)  # as get_asgi_application()
+
+# The middleware chain and the (sync) views in one thread hop (why: agentsite/asgi_handler.py).
+from agentsite.asgi_handler import SyncChainASGIHandler  # noqa: E402
+
+application = SyncChainASGIHandler()
 
 # This process runs segments itself when it has a free slot (execution/inline.py).
 from django.conf import settings  # noqa: E402

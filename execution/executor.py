@@ -19,7 +19,7 @@ from langgraph.types import Command
 from agentsite import timing
 from agui.events import json_state, run_finished_cancelled, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import graphs, lifecycle, recovery
+from execution import graph_threads, graphs, lifecycle, recovery
 from execution.lifecycle import PendingInterrupt, Segment
 from hitl.kinds import HitlCancelled
 from streams.db import release_db_connections
@@ -60,17 +60,20 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     stopped = False
     ours = _Ownership(segment, lost)
     try:
-        for mode, part in graph.stream(graph_input, config, stream_mode=["tasks", "messages"],
-                                       durability=settings.AGENTSITE_GRAPH_DURABILITY):
-            if mode == "tasks":
-                if "input" in part and not ours.still():
-                    raise SegmentLost()  # before the step starts: it runs nothing
-                events = mapper.on_task(part)
-            else:
-                message, _meta = part
-                events = mapper.on_message(message)
-            if events:
-                out.send(events)
+        # LangGraph's background threads from this process's pool (execution.graph_threads).
+        with graph_threads.shared():
+            for mode, part in graph.stream(graph_input, config,
+                                           stream_mode=["tasks", "messages"],
+                                           durability=settings.AGENTSITE_GRAPH_DURABILITY):
+                if mode == "tasks":
+                    if "input" in part and not ours.still():
+                        raise SegmentLost()  # before the step starts: it runs nothing
+                    events = mapper.on_task(part)
+                else:
+                    message, _meta = part
+                    events = mapper.on_message(message)
+                if events:
+                    out.send(events)
     except HitlCancelled as exc:
         cancelled = exc
     except SegmentLost:

@@ -268,6 +268,7 @@ def main() -> None:
                 for name in samples:
                     one(name)
             timing.configure(str(stack.timing_log))
+            time.sleep(2 * timing.FLUSH_SECONDS)  # the warm-up's marks are out first
             stack.timing_log.write_text("")  # only the measured runs
             before = load()
             # Interleaved, so all see the same machine load.

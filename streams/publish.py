@@ -39,10 +39,13 @@ def wire(event: BaseEvent) -> str:
 
 
 def redis_client() -> redis.Redis:
-    """This thread's client of the event store."""
+    """This thread's client of the event store. It holds its one connection (reconnecting
+    after an error): a pooled client checks a connection out per command, and polls its
+    socket each time, a system call that gives up the GIL on the segment's hot path."""
     client = getattr(_local, "redis", None)
     if client is None:
-        client = _local.redis = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION)
+        client = _local.redis = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION,
+                                            single_connection_client=True)
     return client
 
 
@@ -65,20 +68,26 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
         timing.mark(run_id, f"publish_end:{last}")
 
 
-# Numbers the batch, stores each event and fans it out, in one round trip (atomic, so
-# ids and publish order agree). Same keys and JSON shapes as django-eventstream.
+# Numbers each channel's batch, stores each event and fans it out, all channels in one
+# round trip (atomic, so ids and publish order agree). KEYS: the channels' counters; ARGV:
+# ttl, key prefix, fan-out channel, then per channel its name, n and n payloads. Same
+# keys and JSON shapes as django-eventstream.
 _SEND_LUA = """
-local channel, ttl, prefix, fanout, n = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], #ARGV - 4
-local last = redis.call('INCRBY', KEYS[1], n)
-for i = 1, n do
-  local id = last - n + i
-  local data = ARGV[i + 4]
-  redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
-             cjson.encode({type = 'message', data = data}))
-  redis.call('PUBLISH', fanout, cjson.encode(
-             {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
+local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
+for k = 1, #KEYS do
+  local channel, n = ARGV[a], tonumber(ARGV[a + 1])
+  local last = redis.call('INCRBY', KEYS[k], n)
+  for i = 1, n do
+    local id = last - n + i
+    local data = ARGV[a + 1 + i]
+    redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
+               cjson.encode({type = 'message', data = data}))
+    redis.call('PUBLISH', fanout, cjson.encode(
+               {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
+  end
+  a = a + 2 + n
 end
-return last
+return #KEYS
 """
 
 
@@ -86,26 +95,21 @@ def _send(batches: dict[str, list[str]]) -> None:
     """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
     ``send_event`` does, in one round trip for all of them."""
     client = redis_client()
+    keys, args = [], [EVENT_TIMEOUT * 60, EVENT_KEY_PREFIX, PUBSUB_CHANNEL]
+    for channel, payloads in batches.items():
+        keys.append(counter_key(channel))
+        args += [channel, len(payloads), *payloads]
+    # EVALSHA directly (redis-py's Script objects would add a SCRIPT EXISTS round trip).
     sha = getattr(_local, "send_sha", None) or _load_send_script(client)
     try:
-        _evalsha_all(client, sha, batches)
+        client.evalsha(sha, len(keys), *keys, *args)
     except NoScriptError:  # Redis restarted and lost its script cache: load again, once
-        _evalsha_all(client, _load_send_script(client), batches)
+        client.evalsha(_load_send_script(client), len(keys), *keys, *args)
 
 
 def _load_send_script(client: redis.Redis) -> str:
     _local.send_sha = client.script_load(_SEND_LUA)
     return _local.send_sha
-
-
-def _evalsha_all(client: redis.Redis, sha: str, batches: dict[str, list[str]]) -> None:
-    # A plain pipeline of EVALSHA (redis-py's Script objects in a pipeline would add a
-    # SCRIPT EXISTS round trip on every execute).
-    with client.pipeline(transaction=False) as pipe:
-        for channel, payloads in batches.items():
-            pipe.evalsha(sha, 1, counter_key(channel), channel, EVENT_TIMEOUT * 60,
-                         EVENT_KEY_PREFIX, PUBSUB_CHANNEL, *payloads)
-        pipe.execute()
 
 
 def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[BaseEvent]:

@@ -38,7 +38,9 @@ class Wire:
     data: str
 
     @classmethod
-    def of(cls, data: str) -> Wire:
+    def of(cls, data: Any) -> Wire:
+        if not isinstance(data, str):  # stored as an object (django-eventstream's send_event)
+            data = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return cls(json.loads(data)["type"], data)
 
     def with_ids(self, **ids: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from asgiref import sync
@@ -26,7 +27,9 @@ def _serve(path: str) -> tuple[httpx.Response, int]:
 
     sync.SyncToAsync.__call__ = counted
     try:
-        return asyncio.run(get()), hops
+        # A thread of its own: the browser tests' sync Playwright leaves a loop running here.
+        with ThreadPoolExecutor(max_workers=1) as thread:
+            return thread.submit(asyncio.run, get()).result(), hops
     finally:
         sync.SyncToAsync.__call__ = original
 

@@ -111,3 +111,17 @@ def test_vanished_client_does_not_stop_the_run(api, live):
     run = run_segment(client, "dev", resume(body["threadId"], pending.interrupt_id,
                                             {"value": "Ghost"}))
     assert interrupts(run)[0]["metadata"]["type"] == "select"
+
+
+def test_reviewer_resumes_the_owners_run_over_agui(api):
+    """A reviewer answers through the owner's thread (by its id): the run resumes and the
+    audit names the reviewer. An outsider's answer is a 404 (tests/agui/test_agui_bad_input)."""
+    body = run_input(forwardedProps={"input": {"topic": "review"}})
+    (pending,) = interrupts(run_segment(api("owner"), "dev", body))
+    run = run_segment(api("reviewer"), "dev",
+                      resume(body["threadId"], pending["id"], {"value": "Vega"}))
+    assert interrupts(run)[0]["id"] != pending["id"]  # the next question: it went on
+    row = AgentInterrupt.objects.get(interrupt_id=pending["id"])
+    assert row.decided_by.username == "reviewer" and row.decision == {"value": "Vega"}
+    assert AuditLog.objects.filter(run=row.run, action=AuditLog.Action.DECISION,
+                                   actor__username="reviewer").count() == 1

@@ -11,9 +11,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _kill_other_backends() -> int:
-    """Terminate every other session on the test database, as a Postgres restart does."""
+    """Terminate every other session on the test database, as a Postgres restart does:
+    each is gone when this returns (``pg_terminate_backend`` waits up to 5 s), as after a
+    restart; without the wait a checkout a moment later could still find its socket
+    quiet and the connection not yet ended."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        cursor.execute("SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
         return cursor.fetchone()[0]
 

@@ -16,18 +16,25 @@ Postgres on a small machine.
   ``get_db_prep_save``), with the SQL made once per model and field list. Like
   ``bulk_create`` they send no model signals (no model here has receivers) and skip
   ``save()`` overrides.
+- ``batched``: inside a transaction, writes made with ``defer=True`` (and
+  ``update_later``) wait and travel with the next statement on the connection, in
+  the same round trip (several statements in one ``execute``: Django's psycopg
+  cursors bind values client-side), or go out together at the end of the block.
+  Their checks (a row was updated) and returned values (ids) arrive with them.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.models import Field, Model, QuerySet
+from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
 M = TypeVar("M", bound=Model)
@@ -64,17 +71,22 @@ class Compiled(Generic[M]):
         self.lock = threading.Lock()
 
     def all(self, **values: Any) -> list[M]:
+        return together((self, values))[0]
+
+    def _statement(self, values: dict[str, Any]) -> tuple[str, list[Any]]:
         plan = self.plan or self._compile()
-        connection = connections[self.using]
-        if plan.locks and connection.get_autocommit():
+        if plan.locks and connections[self.using].get_autocommit():
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction.")
         params = list(plan.params)
         for position, name in plan.slots.items():
             params[position] = values[name]
-        with connection.cursor() as cursor:
-            cursor.execute(plan.sql, params)
-            rows = cursor.fetchall()
+        return plan.sql, params
+
+    def _objects(self, rows: list[tuple[Any, ...]]) -> list[M]:
+        plan = self.plan
+        assert plan is not None
+        connection = connections[self.using]
         out = []
         for row in rows:
             if plan.converters:
@@ -128,11 +140,31 @@ class Compiled(Generic[M]):
             locks=bool(query.select_for_update))
 
 
+def together(*reads: tuple[Compiled[Any], dict[str, Any]]) -> list[list[Any]]:
+    """Several compiled reads of one database in one round trip, run in the order given
+    (locks are taken in that order): ``[(compiled, values), ...]`` → their rows."""
+    using = reads[0][0].using
+    if any(compiled.using != using for compiled, _ in reads):
+        raise ValueError("together() reads one database")
+    statements = [compiled._statement(values) for compiled, values in reads]
+    with connections[using].cursor() as cursor:
+        cursor.execute("; ".join(sql for sql, _ in statements),
+                       [p for _, params in statements for p in params])
+        found = []
+        for i, (compiled, _) in enumerate(reads):
+            if i:
+                cursor.cursor.nextset()
+            found.append(compiled._objects(cursor.fetchall()))
+    return found
+
+
 _statements: dict[tuple[Any, ...], tuple[str, list[Field]]] = {}
 
 
-def save_fields(obj: Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS) -> None:
-    """``obj.save(update_fields=fields)`` (``auto_now`` fields update when named)."""
+def save_fields(obj: Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS, *,
+                defer: bool = False) -> None:
+    """``obj.save(update_fields=fields)`` (``auto_now`` fields update when named).
+    ``defer``: inside ``batched``, sent with the next statement (checked then)."""
     model, connection = type(obj), connections[using]
     key = ("update", model, tuple(fields))
     if key not in _statements:
@@ -147,15 +179,19 @@ def save_fields(obj: Model, fields: Sequence[str], using: str = DEFAULT_DB_ALIAS
     sql, columns = _statements[key]
     params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in columns]
     params.append(model._meta.pk.get_db_prep_value(obj.pk, connection))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if cursor.rowcount == 0:
-            raise DatabaseError("Save with update_fields did not affect any rows.")
+    _run(connection, sql, params, _one_row_updated, defer)
 
 
-def insert(objs: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
+def _one_row_updated(cursor: Any) -> None:
+    if cursor.rowcount == 0:
+        raise DatabaseError("Save with update_fields did not affect any rows.")
+
+
+def insert(objs: Sequence[Model], using: str = DEFAULT_DB_ALIAS, *,
+           defer: bool = False) -> None:
     """``bulk_create(objs)`` for new rows of one model, in one INSERT: ids made by the
-    database are set on the objects, which are then saved instances."""
+    database are set on the objects, which are then saved instances. ``defer``: inside
+    ``batched``, sent with the next statement (ids set then)."""
     if not objs:
         return
     model, connection = type(objs[0]), connections[using]
@@ -179,13 +215,121 @@ def insert(objs: Sequence[Model], using: str = DEFAULT_DB_ALIAS) -> None:
         if obj.pk is None and meta.pk not in meta.db_returning_fields:
             obj.pk = meta.pk.get_pk_value_on_save(obj)
         params.extend(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in columns)
+
+    def inserted(cursor: Any) -> None:
+        made = cursor.fetchall() if meta.db_returning_fields else [()] * len(objs)
+        for obj, values in zip(objs, made, strict=True):
+            for field, value in zip(meta.db_returning_fields, values, strict=True):
+                setattr(obj, field.attname, value)
+            obj._state.adding, obj._state.db = False, using
+
+    _run(connection, sql, params, inserted, defer)
+
+
+def update_later(queryset: QuerySet, **values: Any) -> None:
+    """``queryset.update(**values)`` (the same SQL, Django's), sent with the next
+    statement inside ``batched`` (now outside it); the number of rows is not read."""
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    query.annotations = {}
+    if query.related_updates:
+        raise ValueError("update_later updates one table")
+    sql, params = query.get_compiler(queryset.db).as_sql()
+    _run(connections[queryset.db], sql, list(params), None, True)
+
+
+@dataclass(frozen=True)
+class _Deferred:
+    sql: str
+    params: list[Any]
+    # Called with the psycopg cursor on this statement's result (checks, returned ids).
+    done: Callable[[Any], None] | None
+
+
+class _Batch:
+    """An execute wrapper (``connection.execute_wrapper``) that sends the deferred
+    statements in front of the next one; the cursor is left on that one's result."""
+
+    def __init__(self) -> None:
+        self.pending: list[_Deferred] = []
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
+                 context: dict[str, Any]) -> Any:
+        if not self.pending:
+            return execute(sql, params, many, context)
+        pending, self.pending = self.pending, []
+        if many or not isinstance(params, (list, tuple)):
+            # executemany, named or no values (a literal % would read as a placeholder):
+            # the deferred statements go first, on their own.
+            self._send(pending, lambda s, p: execute(s, p, False, context),
+                       context["cursor"])
+            return execute(sql, params, many, context)
+        result = execute("; ".join([*(d.sql for d in pending), sql]),
+                         [*(p for d in pending for p in d.params), *params], many, context)
+        cursor = context["cursor"].cursor
+        for deferred in pending:
+            if deferred.done is not None:
+                deferred.done(cursor)
+            cursor.nextset()
+        return result
+
+    @staticmethod
+    def _send(pending: list[_Deferred], execute: Callable[[str, list[Any]], Any],
+              wrapper: Any) -> None:
+        execute("; ".join(d.sql for d in pending), [p for d in pending for p in d.params])
+        cursor = wrapper.cursor
+        for i, deferred in enumerate(pending):
+            if i:
+                cursor.nextset()
+            if deferred.done is not None:
+                deferred.done(cursor)
+
+    def flush(self, connection: Any) -> None:
+        if self.pending:
+            pending, self.pending = self.pending, []
+            with connection.cursor() as cursor:
+                self._send(pending, cursor.execute, cursor)
+
+
+def _run(connection: Any, sql: str, params: list[Any], done: Callable[[Any], None] | None,
+         defer: bool) -> None:
+    batch = getattr(connection, "agentsite_batch", None) if defer else None
+    if batch is not None:
+        batch.pending.append(_Deferred(sql, params, done))
+        return
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        made = cursor.fetchall() if meta.db_returning_fields else [()] * len(objs)
-    for obj, values in zip(objs, made, strict=True):
-        for field, value in zip(meta.db_returning_fields, values, strict=True):
-            setattr(obj, field.attname, value)
-        obj._state.adding, obj._state.db = False, using
+        if done is not None:
+            done(cursor.cursor)
+
+
+@contextmanager
+def batched(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Deferred writes in this block share round trips with the statements after them.
+
+    Only inside a transaction, which the block must not outlive with writes pending:
+    at its end they are sent; if it raises, they are dropped and the transaction is
+    marked for rollback (so a caller catching the error cannot commit without them).
+    """
+    connection = connections[using]
+    if connection.get_autocommit():
+        raise TransactionManagementError("batched() needs a transaction")
+    if getattr(connection, "agentsite_batch", None) is not None:
+        yield  # already batching: the outer block sends them
+        return
+    batch = connection.agentsite_batch = _Batch()
+    try:
+        with connection.execute_wrapper(batch):
+            try:
+                yield
+            except BaseException:
+                if batch.pending:
+                    batch.pending.clear()
+                    transaction.set_rollback(True, using=using)
+                raise
+            batch.flush(connection)
+    finally:
+        connection.agentsite_batch = None
 
 
 def _plain(field: Field) -> Field:

@@ -55,12 +55,16 @@ def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = N
     transaction.on_commit(lambda: send_task(NOTIFY_TASK, **kwargs), robust=True)
 
 
-# ``AgentRun.objects.annotate(**RUN_FACTS)``: what ``anyone_for`` and ``anyone_for_end``
-# need, read with the run.
-RUN_FACTS = {
+# ``AgentRun.objects.annotate(**QUESTION_FACTS)``: what ``anyone_for`` needs, read with
+# the run.
+QUESTION_FACTS = {
     "notify_owner_email": F("owner__email"),
     "notify_agent_hooked": Exists(AgentWebhook.objects.filter(agent=OuterRef("agent"),
                                                               active=True)),
+}
+# ``anyone_for_end`` needs the assignments too.
+RUN_FACTS = {
+    **QUESTION_FACTS,
     "notify_run_assigned": Exists(AgentInterrupt.assignees.through.objects.filter(
         agentinterrupt__run=OuterRef("pk"))) | Exists(
         AgentInterrupt.assigned_groups.through.objects.filter(
@@ -71,10 +75,10 @@ RUN_FACTS = {
 def anyone_for(run: AgentRun) -> bool:
     """Would an unassigned question of the run reach anyone: the requester by email, or
     a webhook of the agent? Asked instead of sending a task that would find nobody; from
-    the run's ``RUN_FACTS`` when it was read with them, else one query."""
+    the run's ``QUESTION_FACTS`` when it was read with them, else one query."""
     if hasattr(run, "notify_agent_hooked"):
         return bool(run.notify_owner_email) or bool(run.notify_agent_hooked)
-    found = (AgentRun.objects.filter(pk=run.pk).annotate(**RUN_FACTS)
+    found = (AgentRun.objects.filter(pk=run.pk).annotate(**QUESTION_FACTS)
              .values_list("notify_owner_email", "notify_agent_hooked").first())
     return bool(found) and (bool(found[0]) or bool(found[1]))
 

@@ -18,7 +18,14 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentsite.compiled import Compiled, insert, save_fields
+from agentsite.compiled import (
+    Compiled,
+    batched,
+    insert,
+    save_fields,
+    together,
+    update_later,
+)
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
@@ -60,7 +67,8 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
     """Answer one or several interrupts of a run at once; resume when none is left pending."""
     ids = _check_answers(answers)
     run_uuid = _run_uuid(run_id)
-    with transaction.atomic():
+    # batched: the decision's writes go to Postgres together (agentsite.compiled).
+    with transaction.atomic(), batched():
         run, rows = _lock(actor=actor, run_uuid=run_uuid, ids=ids)
         _check_decidable(run, [rows[i] for i in ids])
         _check_policy(actor, run, [rows[i] for i in ids])
@@ -103,11 +111,14 @@ _LOCK_INTERRUPTS = Compiled(
 
 def _lock(*, actor: Any, run_uuid: uuid.UUID,
           ids: list[str]) -> tuple[AgentRun, dict[str, AgentInterrupt]]:
-    """Lock the run, then its interrupts; a run the actor may not decide is not found."""
-    run = LOCK_RUN.first(pk=run_uuid)
+    """Lock the run, then its interrupts (one round trip, in that order); a run the actor
+    may not decide is not found (its rows are unlocked with the rollback)."""
+    runs, interrupts = together((LOCK_RUN, {"pk": run_uuid}),
+                                (_LOCK_INTERRUPTS, {"run_id": run_uuid}))
+    run = runs[0] if runs else None
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
-    rows = {row.interrupt_id: row for row in _LOCK_INTERRUPTS.all(run_id=run.pk)}
+    rows = {row.interrupt_id: row for row in interrupts}
     unknown = [i for i in ids if i not in rows]
     if unknown:
         raise NotFound(f"run has no interrupt {unknown[0]!r}", code="unknown_interrupt",
@@ -211,7 +222,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
         row.decision = clean.get(answer.interrupt_id)
         row.decided_by = actor
         row.decided_at = now
-        save_fields(row, ["status", "decision", "decided_by", "decided_at"])
+        save_fields(row, ["status", "decision", "decided_by", "decided_at"], defer=True)
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=actor,
                                 surface=surface, interrupt_ref=row.interrupt_id,
                                 from_status=Pending, to_status=row.status,
@@ -431,11 +442,14 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
         return
     todo = AgentInterrupt.objects.filter(run=run, applied_at__isnull=True)
     decided = list(decided_ids)
+    # Sent with the caller's next statement when it batches (agentsite.compiled).
     if decided:
-        todo.filter(interrupt_id__in=decided, status=AgentInterrupt.Status.DECIDED).update(
-            status=AgentInterrupt.Status.APPLIED, applied_at=now)
+        update_later(todo.filter(interrupt_id__in=decided,
+                                 status=AgentInterrupt.Status.DECIDED),
+                     status=AgentInterrupt.Status.APPLIED, applied_at=now)
     if len(decided) < len(interrupt_ids):  # cancelled answers: applied, status kept
-        todo.filter(interrupt_id__in=set(interrupt_ids) - set(decided)).update(applied_at=now)
+        update_later(todo.filter(interrupt_id__in=set(interrupt_ids) - set(decided)),
+                     applied_at=now)
     audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                             interrupt_ref=ref, from_status="decided", to_status="applied")
                   for ref in decided)

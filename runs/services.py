@@ -68,7 +68,9 @@ def audit_row(*, run: AgentRun, action: str, actor: Any = None, from_status: str
 
 def audits_save(rows: Sequence[AuditLog]) -> None:
     if rows:
-        insert(rows)  # bulk_create's INSERT, its SQL made once (agentsite.compiled)
+        # bulk_create's INSERT, its SQL made once; in a ``batched`` block it travels with
+        # the next statement (agentsite.compiled).
+        insert(rows, defer=True)
 
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
@@ -83,7 +85,7 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    save_fields(run, ["status", "finished_at", "updated_at", *fields])
+    save_fields(run, ["status", "finished_at", "updated_at", *fields], defer=True)
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])

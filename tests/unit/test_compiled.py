@@ -170,3 +170,25 @@ def test_agui_resume_finds_the_run_of_one_interrupt_as_the_queryset(run, users):
     assert _runs_holding(run.thread_id, "other-agent", ["q0"]) == []
     assert _runs_holding("another", "dev", ["q1"]) == []
     assert [r.pk for r in _runs_holding("another", "dev", ["q0"])] == [other.pk]
+
+
+def test_together_reads_in_one_round_trip_as_each_alone(run, users):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agentsite.compiled import together
+
+    runs = Compiled(lambda pk: AgentRun.objects.select_for_update().filter(pk=pk), pk=uuid.UUID)
+    rows = Compiled(lambda run_id: AgentInterrupt.objects.select_for_update().filter(
+        run_id=run_id).order_by("interrupt_id").annotate(**ASSIGNMENT_IDS), run_id=uuid.UUID)
+    with transaction.atomic():
+        alone = (runs.all(pk=run.pk), rows.all(run_id=run.pk))
+        with CaptureQueriesContext(connection) as sent:
+            both = together((runs, {"pk": run.pk}), (rows, {"run_id": run.pk}))
+        assert len(sent) == 1
+        assert [[_fields(o) for o in found] for found in both] == [
+            [_fields(o) for o in found] for found in alone]
+        assert [o.interrupt_id for o in both[1]] == ["q0", "q1"]
+        assert both[1][1].assignee_ids == [users["reviewer"].pk]
+        assert together((runs, {"pk": uuid.uuid4()}), (rows, {"run_id": uuid.uuid4()})) == [
+            [], []]

@@ -8,8 +8,10 @@ formats; names in ``streams.keys``).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 import redis
 from ag_ui.core import BaseEvent
@@ -29,6 +31,7 @@ from streams.keys import (
     user_channel,
 )
 
+log = logging.getLogger(__name__)
 _local = threading.local()
 
 
@@ -123,16 +126,79 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[
     is committed. Events are recoverable (connect rebuilds a thread from the database);
     business state must not depend on them."""
     batch = list(events)
-    transaction.on_commit(lambda: publish(run_id, batch), robust=True)
+    _outbox().add(run_channel(run_id), batch)
     return batch
 
 
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
     """Tell a user's pages and queue views, and the reviewers, that their queue changed."""
-    def send() -> None:
-        # What send_event() would store and publish, for both channels in one round trip.
-        _send({user_channel(user_id): [json.dumps(payload, cls=DjangoJSONEncoder)],
-               REVIEWERS_CHANNEL: [json.dumps({**payload, "owner_id": user_id},
-                                              cls=DjangoJSONEncoder)]})
+    box = _outbox()
+    box.add(user_channel(user_id), [json.dumps(payload, cls=DjangoJSONEncoder)])
+    box.add(REVIEWERS_CHANNEL, [json.dumps({**payload, "owner_id": user_id},
+                                           cls=DjangoJSONEncoder)])
 
-    transaction.on_commit(send, robust=True)  # a Redis failure is logged, as above
+
+class _Outbox:
+    """What one transaction (or savepoint) publishes on commit: every channel in one
+    round trip, in the order added (``_send``), from the callback registered with the
+    first of them. Run events are serialized at send time: callers add to the list."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, list[Any]]] = []
+
+    def add(self, channel: str, items: list[Any]) -> None:
+        self.items.append((channel, items))
+
+    def send(self) -> None:
+        batches: dict[str, list[str]] = {}
+        for channel, items in self.items:
+            batches.setdefault(channel, []).extend(
+                item if isinstance(item, str) else wire(item) for item in items)
+        runs = [c for c, payloads in batches.items() if payloads and c.startswith("run-")]
+        if timing.enabled:
+            for channel in runs:
+                timing.mark(channel[4:], f"publish_start:{_last_type(batches[channel])}")
+        batches = {c: payloads for c, payloads in batches.items() if payloads}
+        if batches:
+            _send(batches)
+        if timing.enabled:
+            for channel in runs:
+                timing.mark(channel[4:], f"publish_end:{_last_type(batches[channel])}")
+
+
+def _last_type(payloads: list[str]) -> str:
+    return json.loads(payloads[-1]).get("type", "") if payloads else ""
+
+
+def _outbox() -> _Outbox:
+    """The transaction's latest outbox, if it can take more; else a new one, registered
+    with ``on_commit``. Only the latest of the same savepoint: a savepoint rolled back
+    takes its events with it, and outboxes go out in the order they were opened, so no
+    event overtakes one published before it. Outside a transaction what is added is
+    sent at once, as ``on_commit`` would."""
+    connection = transaction.get_connection()
+    if connection.get_autocommit():
+        return _Immediate()
+    level = tuple(connection.savepoint_ids)
+    latest = getattr(connection, "agentsite_outbox", None)
+    # Still waiting for this transaction's commit? A committed or rolled-back one's
+    # callback is gone from the connection's list (Django's own bookkeeping).
+    if latest is not None and latest[0] == level and any(
+            func == latest[1].send for _, func, _ in connection.run_on_commit):
+        return latest[1]
+    box = _Outbox()
+    transaction.on_commit(box.send, robust=True)
+    connection.agentsite_outbox = (level, box)
+    return box
+
+
+class _Immediate(_Outbox):
+    """No transaction: what is added is sent at once."""
+
+    def add(self, channel: str, items: list[Any]) -> None:
+        if not items:
+            return
+        try:
+            _send({channel: [i if isinstance(i, str) else wire(i) for i in items]})
+        except Exception:  # as on_commit(robust=True) would: logged, never raised
+            log.exception("publishing on %s failed", channel)

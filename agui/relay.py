@@ -24,6 +24,7 @@ from streams.keys import counter_key, event_key, run_channel
 from streams.pubsub import reader
 
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
+_TYPE_FIRST = '{"type":"'
 KEEPALIVE = object()  # yielded when the stream should send an SSE comment
 CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
 
@@ -41,6 +42,14 @@ class Wire:
     def of(cls, data: Any) -> Wire:
         if not isinstance(data, str):  # stored as an object (django-eventstream's send_event)
             data = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        # Our publisher's JSON starts with the type (``type`` is the events' first field;
+        # event types have no escapes): read it there instead of parsing every event,
+        # snapshots included, on the event loop.
+        if data.startswith(_TYPE_FIRST):
+            end = data.find('"', len(_TYPE_FIRST))
+            kind = data[len(_TYPE_FIRST):end]
+            if end > 0 and kind.isupper() and kind.replace("_", "").isalpha():
+                return cls(kind, data)
         return cls(json.loads(data)["type"], data)
 
     def with_ids(self, **ids: str) -> str:

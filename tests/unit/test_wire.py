@@ -34,3 +34,18 @@ def test_a_relayed_event_keeps_its_json_and_only_run_events_get_the_clients_ids(
     # Stored as an object (django-eventstream's own send_event) is relayed too.
     assert Wire.of({"type": "STEP_STARTED", "stepName": "é"}).data == (
         '{"type":"STEP_STARTED","stepName":"é"}')
+
+
+def test_the_relay_reads_the_type_where_the_publisher_puts_it():
+    samples = [ev.run_started(thread_id="t", run_id="r"), ev.text_content("m", '"type":"X"'),
+               ev.step_finished("ask"), ev.state_snapshot({"type": "CUSTOM", "x": 1}),
+               ev.run_finished_success(thread_id="t", run_id="r", result=None),
+               ev.tool_call_result("id", "call", '{"type":"RAW"}')]
+    for event in samples:
+        data = wire(event)
+        assert data.startswith('{"type":"')  # the fast path is the one taken
+        assert Wire.of(data).type == json.loads(data)["type"]
+    # JSON written by someone else (spaces, another key first) is parsed.
+    assert Wire.of('{ "type": "STEP_STARTED", "stepName": "a"}').type == "STEP_STARTED"
+    assert Wire.of('{"stepName": "a", "type": "STEP_FINISHED"}').type == "STEP_FINISHED"
+    assert Wire.of('{"type":"Odd\\u0041","x":1}').type == "OddA"

@@ -64,7 +64,8 @@ def interrupt_decide(*, actor: Any, run_id: Any, interrupt_id: str, payload: Any
 
 def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
                       surface: str = "api") -> AgentRun:
-    """Answer one or several interrupts of a run at once; resume when none is left pending."""
+    """Answer one or several interrupts of a run at once; resume when none is left pending.
+    Returns the run as committed, its interrupts prefetched (``_as_decided``)."""
     ids = _check_answers(answers)
     run_uuid = _run_uuid(run_id)
     # batched: the decision's writes go to Postgres together (agentsite.compiled).
@@ -81,6 +82,19 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
     if expired:
         # Committed: the expiry stands, and the answer is refused.
         raise Gone(f"interrupt {expired[0]} has expired", extra={"interrupt_ids": expired})
+    return _as_decided(run, list(rows.values()), actor)
+
+
+def _as_decided(run: AgentRun, rows: list[AgentInterrupt], actor: Any) -> AgentRun:
+    """The run as this decision committed it, with its interrupts (all of them, locked
+    and updated here) in its prefetch cache: what a caller shows of it (the API's 202)
+    needs no query, and no re-read races the segment that has just started."""
+    interrupts = run.interrupts.all()
+    interrupts._result_cache, interrupts._prefetch_done = sorted(
+        rows, key=lambda r: (r.created_at, r.pk)), True  # the model's ordering
+    run._prefetched_objects_cache = {"interrupts": interrupts}
+    if getattr(actor, "pk", None) == run.owner_id:
+        run.owner = actor
     return run
 
 

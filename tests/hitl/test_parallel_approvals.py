@@ -28,6 +28,9 @@ def test_two_reviewers_answer_separately(api, users):
     r = owner.post(f"/api/interrupts/{pending['legal']['id']}/decision/",
                    json={"payload": {"approved": True}})
     assert r.status_code == 202
+    # The 202 shows the run as the decision committed it: the other question still open.
+    assert r.json()["status"] == "paused" and r.json()["owner"] == "owner"
+    assert list(_by_team(r.json())) == ["security"]
     after_one = owner.get(f"/api/runs/{run['id']}/").json()
     # One answer of two: still paused, nothing resumed yet.
     assert after_one["status"] == "paused" and list(_by_team(after_one)) == ["security"]
@@ -36,6 +39,9 @@ def test_two_reviewers_answer_separately(api, users):
     r = reviewer.post(f"/api/interrupts/{pending['security']['id']}/decision/",
                       json={"payload": {"approved": True}})
     assert r.status_code == 202
+    # The reviewer's 202: resumed (queued for a worker, or already running), none pending.
+    assert r.json()["status"] in ("resuming", "running") and r.json()["owner"] == "owner"
+    assert r.json()["pending_interrupts"] == [] and r.json()["segments"] in (1, 2)
     run = wait_run(owner, run["id"], "completed")
     assert [s["team"] for s in run["result"]["signoffs"]] == ["legal", "security"]
     db_run = AgentRun.objects.get(pk=run["id"])

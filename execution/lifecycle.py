@@ -176,9 +176,11 @@ def run_status(run_id: str) -> str | None:
 
 def _initial_state(run: AgentRun) -> dict[str, Any]:
     spec = registry.get(run.agent)
-    user_message = run.messages.filter(role=Message.Role.USER).first()
-    return spec.initial_state(spec.input_model.model_validate(run.input),
-                              user_message.content if user_message else "")
+    text = getattr(run, "start_message", None)  # set by run_start on the run it made
+    if text is None:
+        user_message = run.messages.filter(role=Message.Role.USER).first()
+        text = user_message.content if user_message else ""
+    return spec.initial_state(spec.input_model.model_validate(run.input), text)
 
 
 # The pause's / finish's locking reads, compiled once (``agentsite.compiled``), with what

@@ -18,7 +18,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.celery import app as celery_app
-from agentsite.compiled import Compiled, insert, save_fields
+from agentsite.compiled import Compiled, batched, insert, save_fields
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
@@ -113,7 +113,8 @@ def run_inline_claim_set(claim: InlineClaim | None) -> None:
     _inline_claim = claim
 
 
-def run_enqueue_on_commit(run: AgentRun) -> None:
+def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = (),
+                          new: bool = False) -> None:
     """Enqueue the run's next segment after commit. Caller holds the run's row lock.
 
     A process with an inline claim installed and a free slot claims the segment here and
@@ -126,9 +127,14 @@ def run_enqueue_on_commit(run: AgentRun) -> None:
 
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
+
+    ``audits``: the transaction's audit rows not yet saved (saved with the claim's, or
+    here). ``new``: the run was created in this transaction (it has no interrupts to
+    read).
     """
-    if _inline_claim is not None and _inline_claim(run, (), None):
+    if _inline_claim is not None and _inline_claim(run, audits, [] if new else None):
         return
+    audits_save(audits)
     _enqueue_on_commit(run)
 
 
@@ -180,19 +186,23 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     new conversation with that id (AG-UI clients choose their own thread ids).
     """
     spec, clean = _validated_input(agent, input)
-    with transaction.atomic():
+    # batched: the run's writes after its INSERT go to Postgres together.
+    with transaction.atomic(), batched():
         if thread_id:
-            conversation = _locked_thread(owner=owner, agent=agent, thread_id=thread_id,
-                                          create=create_thread, title=message or agent)
-            _check_thread_idle(conversation)
+            conversation, created = _locked_thread(
+                owner=owner, agent=agent, thread_id=thread_id, create=create_thread,
+                title=message or agent)
+            if not created:  # a thread made just now has no runs
+                _check_thread_idle(conversation)
         else:
             conversation = Conversation.objects.create(
                 owner=owner, agent=agent, title=(message or agent)[:200])
         run = _create_run(owner=owner, conversation=conversation, spec=spec, clean=clean,
                           message=message)
-        audit(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner, to_status=Status.QUEUED,
-              payload={"input": run.input, "message": message}, surface=surface)
-        run_enqueue_on_commit(run)
+        queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
+                           to_status=Status.QUEUED,
+                           payload={"input": run.input, "message": message}, surface=surface)
+        run_enqueue_on_commit(run, audits=[queued], new=True)
     return run
 
 
@@ -208,26 +218,29 @@ def _validated_input(agent: str, input: dict[str, Any] | None) -> tuple[Any, Bas
 
 
 def _locked_thread(*, owner: Any, agent: str, thread_id: str, create: bool,
-                   title: str) -> Conversation:
-    """The owner's conversation ``thread_id``, locked (created when ``create``)."""
+                   title: str) -> tuple[Conversation, bool]:
+    """The owner's conversation ``thread_id``, locked (created when ``create``), and
+    whether it was created here."""
     try:
         thread_uuid: uuid.UUID | None = uuid.UUID(str(thread_id))
     except ValueError:
         thread_uuid = None
     conversation = (Conversation.objects.select_for_update()
                     .filter(pk=thread_uuid, owner=owner).first() if thread_uuid else None)
+    created = False
     if conversation is None and create and thread_uuid is not None:
         try:
             with transaction.atomic():
                 conversation = Conversation.objects.create(
                     id=thread_uuid, owner=owner, agent=agent, title=title[:200])
+                created = True
         except IntegrityError:
             conversation = None  # the id is someone else's thread
     if conversation is None:
         raise NotFound(f"thread {thread_id!r} not found", code="unknown_thread")
     if conversation.agent != agent:
         raise Conflict(f"thread belongs to agent {conversation.agent!r}", code="agent_mismatch")
-    return conversation
+    return conversation, created
 
 
 def _check_thread_idle(conversation: Conversation) -> None:
@@ -244,18 +257,24 @@ def _check_thread_idle(conversation: Conversation) -> None:
 
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
                 message: str) -> AgentRun:
+    # The ids are made here, so the rows go in without reading any back: the run with its
+    # assistant message's id, each message with the run's (rows that point at each other;
+    # Django's foreign keys are checked at commit).
+    assistant = Message(conversation=conversation, role=Message.Role.ASSISTANT, content="")
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
-                   input=clean.model_dump(mode="json"))
+                   input=clean.model_dump(mode="json"), assistant_message=assistant)
+    if message:  # sent with the run's INSERT, and made (created_at) before the reply
+        insert([Message(conversation=conversation, run=run, role=Message.Role.USER,
+                        content=message)], defer=True)
     try:
-        with transaction.atomic():
-            run.save()
+        # No savepoint: the conversation is locked and idle, so this is a last guard, and
+        # its error ends the transaction, which run_start leaves with the Conflict.
+        run.save(force_insert=True)
     except IntegrityError:
         raise Conflict("thread has an unfinished run", code="thread_busy") from None
-    if message:
-        Message.objects.create(conversation=conversation, run=run, role=Message.Role.USER,
-                               content=message)
-    run.assistant_message = Message.objects.create(conversation=conversation, run=run,
-                                                   role=Message.Role.ASSISTANT, content="")
-    run.save(update_fields=["assistant_message"])
+    assistant.run = run
+    insert([assistant], defer=True)
+    # The claim's initial state needs the user's text: no need to read it back.
+    run.start_message = message
     return run

@@ -69,12 +69,6 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                     if "input" in part and not ours.still():
                         raise SegmentLost()  # before the step starts: it runs nothing
                     events = mapper.on_task(part)
-                    if events and "input" not in part and not mapper.open_steps:
-                        # The superstep's last step ended: what comes next is LangGraph's
-                        # own tick (the next step's start) or the segment's end, so these
-                        # go out with that, in one round trip instead of two.
-                        out.hold(events)
-                        continue
                 else:
                     message, _meta = part
                     events = mapper.on_message(message)

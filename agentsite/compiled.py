@@ -258,6 +258,11 @@ class _Batch:
         if not self.pending:
             return execute(sql, params, many, context)
         pending, self.pending = self.pending, []
+        if sql.lstrip()[:8].upper() == "ROLLBACK":
+            # ROLLBACK TO SAVEPOINT: every statement that opens a savepoint sends what
+            # waits first, so what waits now was made inside the one rolled back (and the
+            # transaction may be in error, where nothing else would run).
+            return execute(sql, params, many, context)
         if many or not isinstance(params, (list, tuple)):
             # executemany, named or no values (a literal % would read as a placeholder):
             # the deferred statements go first, on their own.
@@ -310,6 +315,7 @@ def batched(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     Only inside a transaction, which the block must not outlive with writes pending:
     at its end they are sent; if it raises, they are dropped and the transaction is
     marked for rollback (so a caller catching the error cannot commit without them).
+    A savepoint rolled back inside the block takes the writes made in it.
     """
     connection = connections[using]
     if connection.get_autocommit():

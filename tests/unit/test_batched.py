@@ -98,3 +98,24 @@ def test_nested_blocks_send_once_from_the_outer_one(run):
         update_later(AgentRun.objects.filter(pk=run.pk), status="paused")
     assert len(sent) == 1
     assert AgentRun.objects.filter(pk=run.pk, status="paused", error="inner").exists()
+
+
+def test_a_savepoint_rolled_back_takes_its_waiting_writes(run):
+    from django.db import DatabaseError as Error
+
+    with transaction.atomic(), batched():
+        update_later(AgentRun.objects.filter(pk=run.pk), error="before")
+        try:
+            with transaction.atomic():  # SAVEPOINT: "before" goes out first
+                with connection.cursor() as cursor:
+                    try:
+                        cursor.execute("SELECT 1/0")  # the transaction is now in error
+                    except Error:
+                        pass
+                update_later(AgentRun.objects.filter(pk=run.pk), status="failed")
+                raise ValueError("rolled back, with the write made inside")
+        except ValueError:
+            pass
+        update_later(AgentRun.objects.filter(pk=run.pk), result={"after": True})
+    again = AgentRun.objects.get(pk=run.pk)
+    assert (again.error, again.status, again.result) == ("before", "queued", {"after": True})

@@ -151,10 +151,9 @@ def together(*reads: tuple[Compiled[Any], dict[str, Any]]) -> list[list[Any]]:
         cursor.execute("; ".join(sql for sql, _ in statements),
                        [p for _, params in statements for p in params])
         found = []
-        for i, (compiled, _) in enumerate(reads):
-            if i:
-                cursor.cursor.nextset()
+        for compiled, _ in reads:
             found.append(compiled._objects(cursor.fetchall()))
+            cursor.cursor.nextset()
     return found
 
 
@@ -266,34 +265,33 @@ class _Batch:
         if many or not isinstance(params, (list, tuple)):
             # executemany, named or no values (a literal % would read as a placeholder):
             # the deferred statements go first, on their own.
-            self._send(pending, lambda s, p: execute(s, p, False, context),
-                       context["cursor"])
+            execute(*_joined(pending), False, context)
+            _results(pending, context["cursor"].cursor)
             return execute(sql, params, many, context)
-        result = execute("; ".join([*(d.sql for d in pending), sql]),
-                         [*(p for d in pending for p in d.params), *params], many, context)
-        cursor = context["cursor"].cursor
-        for deferred in pending:
-            if deferred.done is not None:
-                deferred.done(cursor)
-            cursor.nextset()
+        joined, values = _joined(pending)
+        result = execute(f"{joined}; {sql}", [*values, *params], many, context)
+        _results(pending, context["cursor"].cursor)  # ends on the statement's own result
         return result
-
-    @staticmethod
-    def _send(pending: list[_Deferred], execute: Callable[[str, list[Any]], Any],
-              wrapper: Any) -> None:
-        execute("; ".join(d.sql for d in pending), [p for d in pending for p in d.params])
-        cursor = wrapper.cursor
-        for i, deferred in enumerate(pending):
-            if i:
-                cursor.nextset()
-            if deferred.done is not None:
-                deferred.done(cursor)
 
     def flush(self, connection: Any) -> None:
         if self.pending:
             pending, self.pending = self.pending, []
             with connection.cursor() as cursor:
-                self._send(pending, cursor.execute, cursor)
+                cursor.execute(*_joined(pending))
+                _results(pending, cursor.cursor)
+
+
+def _joined(pending: list[_Deferred]) -> tuple[str, list[Any]]:
+    return "; ".join(d.sql for d in pending), [p for d in pending for p in d.params]
+
+
+def _results(pending: list[_Deferred], cursor: Any) -> None:
+    """Hand each deferred statement its result, in order (psycopg's ``nextset``); the
+    cursor is left on the result after theirs."""
+    for deferred in pending:
+        if deferred.done is not None:
+            deferred.done(cursor)
+        cursor.nextset()
 
 
 def _run(connection: Any, sql: str, params: list[Any], done: Callable[[Any], None] | None,

@@ -8,7 +8,6 @@ formats; names in ``streams.keys``).
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -31,7 +30,6 @@ from streams.keys import (
     user_channel,
 )
 
-log = logging.getLogger(__name__)
 _local = threading.local()
 
 
@@ -126,7 +124,7 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[
     is committed. Events are recoverable (connect rebuilds a thread from the database);
     business state must not depend on them."""
     batch = list(events)
-    _outbox().add(run_channel(run_id), batch)
+    _outbox().add(run_channel(run_id), batch, run_id=run_id)
     return batch
 
 
@@ -145,29 +143,39 @@ class _Outbox:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, list[Any]]] = []
+        self.runs: dict[str, object] = {}  # run channel → run id (benchmark marks)
 
-    def add(self, channel: str, items: list[Any]) -> None:
+    def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
         self.items.append((channel, items))
+        if run_id is not None:
+            self.runs[channel] = run_id
 
     def send(self) -> None:
         batches: dict[str, list[str]] = {}
         for channel, items in self.items:
             batches.setdefault(channel, []).extend(
                 item if isinstance(item, str) else wire(item) for item in items)
-        runs = [c for c, payloads in batches.items() if payloads and c.startswith("run-")]
-        if timing.enabled:
-            for channel in runs:
-                timing.mark(channel[4:], f"publish_start:{_last_type(batches[channel])}")
-        batches = {c: payloads for c, payloads in batches.items() if payloads}
-        if batches:
-            _send(batches)
-        if timing.enabled:
-            for channel in runs:
-                timing.mark(channel[4:], f"publish_end:{_last_type(batches[channel])}")
+        batches = {channel: payloads for channel, payloads in batches.items() if payloads}
+        if not batches:
+            return
+        marks = [(run_id, json.loads(batches[channel][-1])["type"])
+                 for channel, run_id in self.runs.items()
+                 if channel in batches] if timing.enabled else []
+        for run_id, last in marks:
+            timing.mark(run_id, f"publish_start:{last}")
+        _send(batches)
+        for run_id, last in marks:
+            timing.mark(run_id, f"publish_end:{last}")
 
 
-def _last_type(payloads: list[str]) -> str:
-    return json.loads(payloads[-1]).get("type", "") if payloads else ""
+class _Immediate(_Outbox):
+    """No transaction: each addition goes out at once (Django's ``on_commit`` runs it
+    now, with the same robust logging)."""
+
+    def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
+        box = _Outbox()
+        box.add(channel, items, run_id)
+        transaction.on_commit(box.send, robust=True)
 
 
 def _outbox() -> _Outbox:
@@ -190,15 +198,3 @@ def _outbox() -> _Outbox:
     transaction.on_commit(box.send, robust=True)
     connection.agentsite_outbox = (level, box)
     return box
-
-
-class _Immediate(_Outbox):
-    """No transaction: what is added is sent at once."""
-
-    def add(self, channel: str, items: list[Any]) -> None:
-        if not items:
-            return
-        try:
-            _send({channel: [i if isinstance(i, str) else wire(i) for i in items]})
-        except Exception:  # as on_commit(robust=True) would: logged, never raised
-            log.exception("publishing on %s failed", channel)

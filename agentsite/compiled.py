@@ -11,6 +11,8 @@ Postgres on a small machine.
   model changes still change the SQL. Only for plain model querysets: no
   ``select_related``, ``prefetch_related``, ``values``, ``defer`` / ``only``, or values
   whose SQL shape varies (``__in`` lists).
+- ``CompiledUpdate`` is the same for an UPDATE (``queryset.update(**values)``), sent
+  like ``update_later``; ``AnyOf`` matches a column against a list given as one value.
 - ``save_fields`` and ``insert`` are ``obj.save(update_fields=...)`` and
   ``bulk_create``: the same values (each field's ``pre_save`` and
   ``get_db_prep_save``), with the SQL made once per model and field list. Like
@@ -25,15 +27,17 @@ Postgres on a small machine.
 
 from __future__ import annotations
 
+import random
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
-from django.db.models import Field, Model, QuerySet
+from django.db.models import Field, Lookup, Model, QuerySet
 from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
@@ -42,6 +46,54 @@ M = TypeVar("M", bound=Model)
 
 class _Marker(str):
     """A unique stand-in value, found again among the compiled query's parameters."""
+
+
+def _markers(kinds: dict[str, type]) -> dict[str, Any]:
+    """A unique stand-in per named value, of a type its field passes through unchanged:
+    a UUID, an aware datetime, or a string (also for a list, as ``AnyOf`` takes it)."""
+    made: dict[str, Any] = {}
+    for name, kind in kinds.items():
+        if kind is uuid.UUID:
+            made[name] = uuid.uuid4()
+        elif kind is datetime:
+            made[name] = datetime(1901, 1, 1, tzinfo=UTC) + timedelta(
+                microseconds=random.getrandbits(48))
+        elif kind in (str, list):
+            made[name] = _Marker(uuid.uuid4().hex)
+        else:
+            raise ValueError(f"{name}: a value is a str, UUID, datetime or list")
+    return made
+
+
+def _slots(params: Sequence[Any], markers: dict[str, Any]) -> dict[int, str]:
+    """Parameter position → the value's name; each value must appear exactly once."""
+    by_value = {marker: name for name, marker in markers.items()}
+    slots = {i: by_value[p] for i, p in enumerate(params)
+             if isinstance(p, (str, uuid.UUID, datetime)) and p in by_value}
+    if sorted(slots.values()) != sorted(markers):
+        raise ValueError("each value must appear once in the compiled SQL")
+    return slots
+
+
+def _filled(sql: str, params: Sequence[Any], slots: dict[int, str],
+            values: dict[str, Any]) -> tuple[str, list[Any]]:
+    out = list(params)
+    for position, name in slots.items():
+        out[position] = values[name]
+    return sql, out
+
+
+class AnyOf(Lookup):
+    """``column = ANY(%s)``: a list as one value (one SQL shape for any length, where
+    ``__in`` makes one per length). Used as ``filter(AnyOf(F("column"), values))``."""
+
+    lookup_name = "any_of"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} = ANY({rhs})", [*lhs_params, *rhs_params]
 
 
 @dataclass(frozen=True)
@@ -60,8 +112,9 @@ class _Plan:
 class Compiled(Generic[M]):
     """``build(**markers)`` returns the queryset; ``all(**values)`` runs it with values.
 
-    Each named value must be a string or a UUID (as the fields compare them): a marker
-    of that type is passed to ``build`` once, to find where the value goes in the SQL.
+    Each named value is a string, a UUID, a datetime or (for ``AnyOf``) a list, as
+    ``kinds`` says: a marker of that type is passed to ``build`` once, to find where the
+    value goes in the SQL.
     """
 
     def __init__(self, build: Callable[..., QuerySet[M]], using: str = DEFAULT_DB_ALIAS,
@@ -78,10 +131,7 @@ class Compiled(Generic[M]):
         if plan.locks and connections[self.using].get_autocommit():
             raise TransactionManagementError(
                 "select_for_update cannot be used outside of a transaction.")
-        params = list(plan.params)
-        for position, name in plan.slots.items():
-            params[position] = values[name]
-        return plan.sql, params
+        return _filled(plan.sql, plan.params, plan.slots, values)
 
     def _objects(self, rows: list[tuple[Any, ...]]) -> list[M]:
         plan = self.plan
@@ -113,8 +163,7 @@ class Compiled(Generic[M]):
         return self.plan
 
     def _plan(self) -> _Plan:
-        markers = {name: (uuid.uuid4() if kind is uuid.UUID else _Marker(uuid.uuid4().hex))
-                   for name, kind in self.kinds.items()}
+        markers = _markers(self.kinds)
         queryset = self.build(**markers)
         query = queryset.query
         if query.select_related or queryset._prefetch_related_lookups or \
@@ -122,11 +171,7 @@ class Compiled(Generic[M]):
             raise ValueError("Compiled takes plain model querysets only")
         compiler = query.get_compiler(using=self.using)
         sql, params = compiler.as_sql()
-        by_value = {marker: name for name, marker in markers.items()}
-        slots = {i: by_value[p] for i, p in enumerate(params)
-                 if isinstance(p, (str, uuid.UUID)) and p in by_value}
-        if sorted(slots.values()) != sorted(markers):
-            raise ValueError("each value must appear once in the compiled SQL")
+        slots = _slots(params, markers)
         select, klass_info = compiler.select, compiler.klass_info
         positions = klass_info["select_fields"]
         fields = slice(positions[0], positions[-1] + 1)
@@ -228,13 +273,39 @@ def insert(objs: Sequence[Model], using: str = DEFAULT_DB_ALIAS, *,
 def update_later(queryset: QuerySet, **values: Any) -> None:
     """``queryset.update(**values)`` (the same SQL, Django's), sent with the next
     statement inside ``batched`` (now outside it); the number of rows is not read."""
+    sql, params = _update_sql(queryset, values, using=queryset.db)
+    _run(connections[queryset.db], sql, list(params), None, True)
+
+
+class CompiledUpdate:
+    """``build(**markers)`` returns ``(queryset, values)``; ``later(**values)`` is
+    ``update_later(queryset, **values)`` with them, its SQL made once (as ``Compiled``,
+    whose kinds of values it takes)."""
+
+    def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]],
+                 using: str = DEFAULT_DB_ALIAS, **kinds: type) -> None:
+        self.build, self.using, self.kinds = build, using, kinds
+        self.plan: tuple[str, tuple[Any, ...], dict[int, str]] | None = None
+        self.lock = threading.Lock()
+
+    def later(self, **values: Any) -> None:
+        if self.plan is None:
+            with self.lock:
+                if self.plan is None:
+                    markers = _markers(self.kinds)
+                    sql, params = _update_sql(*self.build(**markers), using=self.using)
+                    self.plan = (sql, tuple(params), _slots(params, markers))
+        _run(connections[self.using], *_filled(*self.plan, values), None, True)
+
+
+def _update_sql(queryset: QuerySet, values: dict[str, Any],
+                using: str) -> tuple[str, Sequence[Any]]:
     query = queryset.query.chain(UpdateQuery)
     query.add_update_values(values)
     query.annotations = {}
     if query.related_updates:
-        raise ValueError("update_later updates one table")
-    sql, params = query.get_compiler(queryset.db).as_sql()
-    _run(connections[queryset.db], sql, list(params), None, True)
+        raise ValueError("an update of one table only")
+    return query.get_compiler(using).as_sql()
 
 
 @dataclass(frozen=True)

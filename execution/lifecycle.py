@@ -21,7 +21,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from agentsite.compiled import Compiled, batched, update_later
+from agentsite.compiled import Compiled, CompiledUpdate, batched, together
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
@@ -192,20 +192,31 @@ _LOCK_PAUSING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self
                          .annotate(**notify.QUESTION_FACTS).filter(pk=pk), pk=uuid.UUID)
 _LOCK_ENDING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
                         .annotate(**notify.RUN_FACTS).filter(pk=pk), pk=uuid.UUID)
+# Output after a resume continues the run's original assistant message: one UPDATE
+# appending in the database, no read-modify-write to race.
+_APPEND_TEXT = CompiledUpdate(lambda pk, text, now: (
+    Message.objects.filter(pk=pk), {"content": Concat(F("content"), Value(text)),
+                                    "updated_at": now}), pk=uuid.UUID, text=str, now=datetime)
 _MESSAGES = Compiled(lambda conversation_id: Message.objects.filter(
     conversation_id=conversation_id), conversation_id=uuid.UUID)
 
 
-def _lock_running(segment: Segment, lock: Compiled[AgentRun]) -> AgentRun | None:
-    run = lock.first(pk=uuid.UUID(segment.run_id))
+def _lock_running(segment: Segment, lock: Compiled[AgentRun],
+                  *also: tuple[Compiled[Any], dict[str, Any]] | None,
+                  ) -> tuple[AgentRun | None, list[list[Any]]]:
+    """Lock the segment's run, reading ``also`` (those not None) after it in the same
+    round trip; the run is None when the segment no longer holds it."""
+    runs, *found = together((lock, {"pk": uuid.UUID(segment.run_id)}),
+                            *(read for read in also if read is not None))
+    run = runs[0] if runs else None
     if run is None:
         raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
-        return None
+        return None, found
     run.lease_owner, run.lease_expires_at = "", None
-    return run
+    return run, found
 
 
 def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog]) -> None:
@@ -213,10 +224,7 @@ def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[Audi
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits)
     if text and run.assistant_message_id:
-        # Output after a resume continues the run's original assistant message
-        # (one UPDATE appending in the database: no read-modify-write to race).
-        update_later(Message.objects.filter(pk=run.assistant_message_id),
-                     content=Concat(F("content"), Value(text)), updated_at=now)
+        _APPEND_TEXT.later(pk=run.assistant_message_id, text=text, now=now)
 
 
 def _messages(run: AgentRun) -> list[Message]:
@@ -227,17 +235,18 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
               state: dict[str, Any], before: Sequence[Any] = ()) -> AgentRun | None:
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch)."""
+    requests = [(i.interrupt_id, i.request) for i in interrupts_raised]
     with transaction.atomic(), batched():  # writes share round trips
-        run = _lock_running(segment, _LOCK_PAUSING)
+        run, found = _lock_running(segment, _LOCK_PAUSING, interrupts.standing_read(
+            agent=segment.agent, requests=requests))
         if run is None:
             return None
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
         _close_segment(run, segment, text, audits)
-        rows = interrupts.interrupts_open(
-            run=run, requests=[(i.interrupt_id, i.request) for i in interrupts_raised],
-            audits=audits)
+        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
+                                          standing=found[0] if found else None)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
         events.extend(outcomes.segment_end(run, state=state, messages=_messages(run),
                                            pending=rows))
@@ -252,7 +261,7 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` as in ``run_pause``)."""
     with transaction.atomic(), batched():  # writes share round trips
-        run = _lock_running(segment, _LOCK_ENDING)
+        run, _ = _lock_running(segment, _LOCK_ENDING)
         if run is None:
             return None
         # Registered first, as in ``run_pause``: before the run-finished notice's task.

@@ -16,15 +16,17 @@ from typing import Any, Literal
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from agentsite.compiled import (
+    AnyOf,
     Compiled,
+    CompiledUpdate,
     batched,
     insert,
     save_fields,
     together,
-    update_later,
 )
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
@@ -445,6 +447,20 @@ def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
                              else CANCELLED_RESUME) for a in answered}
 
 
+# A segment's end marks the answers it resumed with as applied (``interrupts_apply``):
+# its SQL made once, for any number of interrupts (``agentsite.compiled``).
+_APPLY_DECIDED = CompiledUpdate(lambda run_id, ids, now: (
+    AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ids), run_id=run_id,
+                                  applied_at__isnull=True,
+                                  status=AgentInterrupt.Status.DECIDED),
+    {"status": AgentInterrupt.Status.APPLIED, "applied_at": now}),
+    run_id=uuid.UUID, ids=list, now=datetime)
+_APPLY_CANCELLED = CompiledUpdate(lambda run_id, ids, now: (
+    AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ids), run_id=run_id,
+                                  applied_at__isnull=True),
+    {"applied_at": now}), run_id=uuid.UUID, ids=list, now=datetime)
+
+
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
                      decided_ids: tuple[str, ...], now: datetime,
                      audits: list[AuditLog]) -> None:
@@ -454,27 +470,44 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
     which only this segment's end changes them."""
     if not interrupt_ids:
         return
-    todo = AgentInterrupt.objects.filter(run=run, applied_at__isnull=True)
     decided = list(decided_ids)
     # Sent with the caller's next statement when it batches (agentsite.compiled).
     if decided:
-        update_later(todo.filter(interrupt_id__in=decided,
-                                 status=AgentInterrupt.Status.DECIDED),
-                     status=AgentInterrupt.Status.APPLIED, applied_at=now)
-    if len(decided) < len(interrupt_ids):  # cancelled answers: applied, status kept
-        update_later(todo.filter(interrupt_id__in=set(interrupt_ids) - set(decided)),
-                     applied_at=now)
+        _APPLY_DECIDED.later(run_id=run.pk, ids=decided, now=now)
+    cancelled = [i for i in interrupt_ids if i not in decided_ids]
+    if cancelled:  # cancelled answers: applied, status kept
+        _APPLY_CANCELLED.later(run_id=run.pk, ids=cancelled, now=now)
     audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                             interrupt_ref=ref, from_status="decided", to_status="applied")
                   for ref in decided)
 
 
+# The standing approvals a new question could match (``_standing_approvals``), in the
+# order they apply; granted_by is read only for a match.
+_STANDING = Compiled(lambda agent: StandingApproval.objects.filter(
+    agent=agent, revoked_at__isnull=True).order_by("created_at", "id"), agent=str)
+_STANDING_KINDS = ("approval", "review")
+
+
+def standing_read(*, agent: str, requests: list[tuple[str, dict[str, Any]]],
+                  ) -> tuple[Compiled[StandingApproval], dict[str, Any]] | None:
+    """The read ``interrupts_open`` needs for these questions (for the caller to send
+    with its locking read, ``compiled.together``), or None if no standing approval
+    could answer them."""
+    if not any(request.get("type") in _STANDING_KINDS for _, request in requests):
+        return None
+    return _STANDING, {"agent": agent}
+
+
 def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]],
-                    audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
+                    audits: list[AuditLog] | None = None,
+                    standing: list[StandingApproval] | None = None) -> list[AgentInterrupt]:
     """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows, with
     their policy (the request's over the agent's); standing approvals answer matching
     ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
-    ``audits``, it inserts the audit rows added there (else they are inserted here)."""
+    ``audits``, it inserts the audit rows added there (else they are inserted here);
+    ``standing``: the agent's standing approvals as ``standing_read`` read them under
+    that lock (None: read here)."""
     own_audits = audits is None
     audits = [] if audits is None else audits
     spec = registry.get(run.agent)
@@ -505,7 +538,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
     audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                             interrupt_ref=row.interrupt_id, to_status=row.status,
                             payload=row.request) for row in rows)
-    _standing_approvals(run, rows, now, audits)
+    _standing_approvals(run, rows, now, audits, standing)
     if own_audits:
         audits_save(audits)
     # An unassigned question goes to the requester (by email) and the agent's webhooks: a
@@ -537,13 +570,14 @@ def _create_interrupt(**fields: Any) -> AgentInterrupt:
 
 
 def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime,
-                        audits: list[AuditLog]) -> int:
+                        audits: list[AuditLog],
+                        rules: list[StandingApproval] | None = None) -> int:
     """Answer the rows an active standing approval matches; return how many."""
-    candidates = [r for r in rows if r.kind in ("approval", "review")]
+    candidates = [r for r in rows if r.kind in _STANDING_KINDS]
     if not candidates:
         return 0
-    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
-                 .select_related("granted_by").order_by("created_at", "id"))
+    if rules is None:
+        rules = _STANDING.all(agent=run.agent)
     done = 0
     for row in candidates:
         rule = next((r for r in rules if policies.standing_matches(

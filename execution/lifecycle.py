@@ -197,8 +197,10 @@ _LOCK_ENDING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self"
 _APPEND_TEXT = CompiledUpdate(lambda pk, text, now: (
     Message.objects.filter(pk=pk), {"content": Concat(F("content"), Value(text)),
                                     "updated_at": now}), pk=uuid.UUID, text=str, now=datetime)
-_MESSAGES = Compiled(lambda conversation_id: Message.objects.filter(
-    conversation_id=conversation_id), conversation_id=uuid.UUID)
+# The run's conversation, read with the locking read (``together``): before this
+# transaction's own writes, which ``_messages`` adds.
+_MESSAGES = Compiled(lambda run_id: Message.objects.filter(conversation__runs__id=run_id),
+                     run_id=uuid.UUID)
 
 
 def _lock_running(segment: Segment, lock: Compiled[AgentRun],
@@ -219,16 +221,19 @@ def _lock_running(segment: Segment, lock: Compiled[AgentRun],
     return run, found
 
 
-def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog]) -> None:
+def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog],
+                   messages: list[Message]) -> list[Message]:
+    """Mark the answers applied and append the segment's text; return the conversation's
+    ``messages`` (read before) as this transaction leaves them."""
     now = timezone.now()
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits)
     if text and run.assistant_message_id:
         _APPEND_TEXT.later(pk=run.assistant_message_id, text=text, now=now)
-
-
-def _messages(run: AgentRun) -> list[Message]:
-    return _MESSAGES.all(conversation_id=run.conversation_id)
+        for message in messages:  # as the UPDATE leaves it: COALESCE(content, '') || text
+            if message.pk == run.assistant_message_id:
+                message.content, message.updated_at = (message.content or "") + text, now
+    return messages
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
@@ -236,19 +241,22 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch)."""
     requests = [(i.interrupt_id, i.request) for i in interrupts_raised]
-    with transaction.atomic(), batched():  # writes share round trips
-        run, found = _lock_running(segment, _LOCK_PAUSING, interrupts.standing_read(
-            agent=segment.agent, requests=requests))
+    # Writes share round trips: the locking read brings the messages and the standing
+    # approvals; the writes go together at the end, before the commit.
+    with interrupts.raised_again_refused(), transaction.atomic(), batched():
+        run, (messages, *standing) = _lock_running(
+            segment, _LOCK_PAUSING, (_MESSAGES, {"run_id": uuid.UUID(segment.run_id)}),
+            interrupts.standing_read(agent=segment.agent, requests=requests))
         if run is None:
             return None
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        _close_segment(run, segment, text, audits)
+        messages = _close_segment(run, segment, text, audits, messages)
         rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
-                                          standing=found[0] if found else None)
+                                          standing=standing[0] if standing else None)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
-        events.extend(outcomes.segment_end(run, state=state, messages=_messages(run),
+        events.extend(outcomes.segment_end(run, state=state, messages=messages,
                                            pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
         interrupts.run_resume_if_answered(run=run, rows=rows)
@@ -261,19 +269,20 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` as in ``run_pause``)."""
     with transaction.atomic(), batched():  # writes share round trips
-        run, _ = _lock_running(segment, _LOCK_ENDING)
+        run, (messages,) = _lock_running(
+            segment, _LOCK_ENDING, (_MESSAGES, {"run_id": uuid.UUID(segment.run_id)}))
         if run is None:
             return None
         # Registered first, as in ``run_pause``: before the run-finished notice's task.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        _close_segment(run, segment, text, audits)
+        messages = _close_segment(run, segment, text, audits, messages)
         run.result = result
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
                        audits=audits, notify=notify.anyone_for_end(run))
-        events.extend(outcomes.segment_end(run, state=state, messages=_messages(run)))
+        events.extend(outcomes.segment_end(run, state=state, messages=messages))
     return run
 
 

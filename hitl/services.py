@@ -9,6 +9,8 @@ payload, records the decision with an audit row, and enqueues the resume on comm
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -558,15 +560,25 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
 
 
 def _create_interrupt(**fields: Any) -> AgentInterrupt:
+    # Deferred: sent with the transaction's next statement (``raised_again_refused``
+    # names the error if its row exists already).
+    row = AgentInterrupt(**fields)
+    insert([row], defer=True)
+    return row
+
+
+@contextmanager
+def raised_again_refused() -> Iterator[None]:
+    """Around a transaction that opens interrupts (``interrupts_open``): an answered
+    interrupt raised again means its answer never reached the graph; say so."""
     try:
-        # No savepoint: the error ends the caller's transaction, which rolls back.
-        row = AgentInterrupt(**fields)
-        insert([row])
-        return row
-    except IntegrityError:
-        # An answered interrupt raised again means its answer never reached the graph.
-        raise RuntimeError(f"interrupt {fields['interrupt_id']} was raised again after it "
-                           "was answered") from None
+        yield
+    except IntegrityError as err:
+        if getattr(getattr(err.__cause__, "diag", None), "constraint_name",
+                   None) != "one_row_per_interrupt":
+            raise
+        raise RuntimeError(f"an interrupt was raised again after it was answered: "
+                           f"{err.__cause__}") from None
 
 
 def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime,
@@ -587,7 +599,7 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
         row.status = AgentInterrupt.Status.DECIDED
         row.decision = policies.standing_answer(row.request, rule, row.required_approvals)
         row.decided_by, row.decided_at = rule.granted_by, now
-        row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
+        save_fields(row, ["status", "decision", "decided_by", "decided_at"], defer=True)
         grantor = rule.granted_by.get_username() if rule.granted_by else ""
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,
                                 surface="standing_approval", interrupt_ref=row.interrupt_id,

@@ -119,3 +119,23 @@ def test_a_savepoint_rolled_back_takes_its_waiting_writes(run):
         update_later(AgentRun.objects.filter(pk=run.pk), result={"after": True})
     again = AgentRun.objects.get(pk=run.pk)
     assert (again.error, again.status, again.result) == ("before", "queued", {"after": True})
+
+
+def test_an_answered_interrupt_raised_again_is_refused_by_name(run):
+    from hitl.models import AgentInterrupt
+    from hitl.services import interrupts_open, raised_again_refused
+
+    AgentInterrupt.objects.create(run=run, interrupt_id="q1", kind="input", request={},
+                                  status="applied")
+    with pytest.raises(RuntimeError, match="raised again after it was answered"):
+        with raised_again_refused(), transaction.atomic(), batched():
+            interrupts_open(run=run, requests=[("q2", {"type": "input"}),
+                                               ("q1", {"type": "input"})], audits=[])
+    # Nothing of the transaction stayed: not the other question, not an audit row.
+    assert list(AgentInterrupt.objects.filter(run=run).values_list("interrupt_id", "status")) \
+        == [("q1", "applied")]
+    assert not AuditLog.objects.filter(run=run).exists()
+    with pytest.raises(DatabaseError), raised_again_refused():  # other errors as they are
+        with transaction.atomic():
+            AgentRun.objects.create(pk=run.pk, owner=run.owner, conversation=run.conversation,
+                                    agent="dev", thread_id="t", input={})

@@ -192,3 +192,34 @@ def test_together_reads_in_one_round_trip_as_each_alone(run, users):
         assert both[1][1].assignee_ids == [users["reviewer"].pk]
         assert together((runs, {"pk": uuid.uuid4()}), (rows, {"run_id": uuid.uuid4()})) == [
             [], []]
+
+
+def test_compiled_update_is_the_querysets_update_for_any_list(run):
+    from datetime import UTC, datetime
+
+    from django.db.models import F
+
+    from agentsite.compiled import AnyOf, CompiledUpdate, batched
+
+    mark = CompiledUpdate(lambda run_id, ids, now: (
+        AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ids), run_id=run_id),
+        {"status": "applied", "applied_at": now}), run_id=uuid.UUID, ids=list, now=datetime)
+    first = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    with transaction.atomic(), batched():
+        mark.later(run_id=run.pk, ids=["q1"], now=first)  # compiled here, sent at the end
+    rows = {r.interrupt_id: r for r in AgentInterrupt.objects.filter(run=run)}
+    assert (rows["q0"].status, rows["q0"].applied_at) == ("pending", None)
+    assert (rows["q1"].status, rows["q1"].applied_at) == ("applied", first)
+    second = datetime(2026, 2, 1, tzinfo=UTC)
+    mark.later(run_id=run.pk, ids=["q0", "q1", "q'9"], now=second)  # another length, at once
+    assert {r.interrupt_id: r.applied_at for r in AgentInterrupt.objects.filter(run=run)} == {
+        "q0": second, "q1": second}
+    mark.later(run_id=uuid.uuid4(), ids=["q0"], now=first)  # another run: nothing
+    assert set(AgentInterrupt.objects.filter(run=run).values_list("applied_at", flat=True)) \
+        == {second}
+    # The same rows as the ORM's own lookup, with the list as one value.
+    assert list(AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ["q1", "x"]))
+                .values_list("interrupt_id", flat=True)) == ["q1"]
+    with pytest.raises(ValueError):  # a value the SQL does not hold is refused
+        CompiledUpdate(lambda pk, text: (AgentRun.objects.filter(pk=pk), {"error": "x"}),
+                       pk=uuid.UUID, text=str).later(pk=run.pk, text="y")

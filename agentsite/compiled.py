@@ -377,6 +377,14 @@ def _run(connection: Any, sql: str, params: list[Any], done: Callable[[Any], Non
             done(cursor.cursor)
 
 
+def send_pending(using: str = DEFAULT_DB_ALIAS) -> None:
+    """Send the deferred writes now (inside ``batched``; else there are none)."""
+    connection = connections[using]
+    batch = getattr(connection, "agentsite_batch", None)
+    if batch is not None:
+        batch.flush(connection)
+
+
 @contextmanager
 def batched(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """Deferred writes in this block share round trips with the statements after them.

@@ -21,7 +21,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from agentsite.compiled import Compiled, CompiledUpdate, batched, together
+from agentsite.compiled import Compiled, CompiledUpdate, batched, send_pending, together
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
@@ -256,6 +256,9 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
                                           standing=standing[0] if standing else None)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
+        # The writes go out before the closing events are made (their timestamps), so
+        # those wait for the commit alone.
+        send_pending()
         events.extend(outcomes.segment_end(run, state=state, messages=messages,
                                            pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
@@ -282,6 +285,7 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
                        audits=audits, notify=notify.anyone_for_end(run))
+        send_pending()  # as in ``run_pause``
         events.extend(outcomes.segment_end(run, state=state, messages=messages))
     return run
 

@@ -8,7 +8,9 @@ formats; names in ``streams.keys``).
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,7 +20,9 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django_eventstream.storage import EVENT_TIMEOUT
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agentsite import timing
 from streams.keys import (
@@ -30,6 +34,7 @@ from streams.keys import (
     user_channel,
 )
 
+log = logging.getLogger(__name__)
 _local = threading.local()
 
 
@@ -43,6 +48,7 @@ def redis_client() -> redis.Redis:
     """This thread's client of the event store. It holds its one connection (reconnecting
     after an error): a pooled client checks a connection out per command, and polls its
     socket each time, a system call that gives up the GIL on the segment's hot path."""
+    wait_published()  # what this thread published is stored before it reads (in order)
     client = getattr(_local, "redis", None)
     if client is None:
         client = _local.redis = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION,
@@ -55,7 +61,8 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
 
     Same keys and messages as django-eventstream's ``send_event`` with RedisStorage
     (its SSE views read them unchanged), but one connection per thread and one
-    round trip per batch instead of a new connection and three per event.
+    command per batch, whose answer is read later (``_Sender``), instead of a new
+    connection and three round trips per event.
     """
     events = list(events)
     payloads = [wire(event) for event in events]
@@ -94,23 +101,88 @@ return #KEYS
 
 def _send(batches: dict[str, list[str]]) -> None:
     """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
-    ``send_event`` does, in one round trip for all of them."""
-    client = redis_client()
+    ``send_event`` does, in one command for all of them."""
     keys, args = [], [EVENT_TIMEOUT * 60, EVENT_KEY_PREFIX, PUBSUB_CHANNEL]
     for channel, payloads in batches.items():
         keys.append(counter_key(channel))
         args += [channel, len(payloads), *payloads]
-    # EVALSHA directly (redis-py's Script objects would add a SCRIPT EXISTS round trip).
-    sha = getattr(_local, "send_sha", None) or _load_send_script(client)
+    # EVAL with the script's text: Redis finds it in its cache by hash, and there is no
+    # NOSCRIPT answer to come back late after a restart (_Sender reads answers late).
+    _sender().send("EVAL", _SEND_LUA, len(keys), *keys, *args)
+
+
+# Answers read together, in one read from the socket, every this many sends.
+_READ_EVERY = 64
+# A send after this long without one waits for its answer: a connection that broke while
+# quiet (Redis restarted) is found, and the send goes again on a new one.
+_QUIET_SECONDS = 1.0
+
+
+class _Sender:
+    """This thread's publishing connection (apart from ``redis_client``'s).
+
+    A send is written and not waited for. Redis runs a connection's commands in order,
+    so the order of events holds, and the segment's thread neither waits for the store
+    nor gives up the GIL to read an answer: one read takes many answers, later. A Redis
+    error in an answer (events lost) is logged when it is read. A send on a broken
+    connection goes once more on a new one (as redis-py's retry would), found when the
+    send fails, when answers are read, or by waiting for the answer after a quiet while.
+    """
+
+    def __init__(self) -> None:
+        self.client = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION,
+                                  single_connection_client=True)
+        self.unread = 0
+        self.sent_at = 0.0
+
+    def send(self, *args: Any) -> None:
+        quiet = time.monotonic() - self.sent_at > _QUIET_SECONDS
+        connection = self.client.connection
+        for last_try in (False, True):
+            try:
+                connection.send_command(*args)
+                self.unread += 1
+                if quiet or self.unread >= _READ_EVERY:
+                    self.read()
+                break
+            except (RedisConnectionError, RedisTimeoutError):
+                connection.disconnect()  # what was unread is gone with it
+                self.unread = 0
+                if last_try:
+                    raise
+        self.sent_at = time.monotonic()
+
+    def read(self) -> None:
+        """Read the answers of what was sent (by now they are there, but for the last)."""
+        connection = self.client.connection
+        while self.unread:
+            try:
+                connection.read_response()
+            except ResponseError as exc:
+                log.warning("events lost: the event store refused a publish: %s", exc)
+            finally:
+                self.unread -= 1
+
+
+def wait_published() -> None:
+    """Wait until the event store has run what this thread published (for a read on
+    another connection that must see it). A broken connection is logged, not raised."""
+    sender = getattr(_local, "sender", None)
+    if sender is None or not sender.unread:
+        return
     try:
-        client.evalsha(sha, len(keys), *keys, *args)
-    except NoScriptError:  # Redis restarted and lost its script cache: load again, once
-        client.evalsha(_load_send_script(client), len(keys), *keys, *args)
+        sender.read()
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        sender.client.connection.disconnect()
+        sender.unread = 0
+        log.warning("events may be lost: the event store's connection broke: %s", exc)
 
 
-def _load_send_script(client: redis.Redis) -> str:
-    _local.send_sha = client.script_load(_SEND_LUA)
-    return _local.send_sha
+def _sender() -> _Sender:
+    sender = getattr(_local, "sender", None)
+    if sender is None:
+        sender = _local.sender = _Sender()
+    return sender
 
 
 def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[BaseEvent]:

@@ -11,6 +11,7 @@ import redis
 from django.conf import settings
 
 from streams.keys import counter_key, event_key, run_channel
+from streams.publish import wait_published
 
 FINAL = {"completed", "rejected", "blocked", "failed", "cancelled"}
 
@@ -56,6 +57,7 @@ def answer_and_wait(client: httpx.Client, run: dict[str, Any], payload: Any,
 
 def published_events(run_id: str) -> list[dict[str, Any]]:
     """The AG-UI events the worker published on the run's channel, in order."""
+    wait_published()  # this thread's publishes (a test calling the services) are stored
     r = redis.Redis(**settings.EVENTSTREAM_REDIS)
     channel = run_channel(run_id)
     count = int(r.get(counter_key(channel)) or 0)

@@ -13,11 +13,12 @@ from django.db import transaction
 
 from agui.events import run_error, step_started
 from streams.keys import counter_key, event_key, user_channel
-from streams.publish import notify_user_on_commit, publish_on_commit
+from streams.publish import notify_user_on_commit, publish_on_commit, wait_published
 from tests.helpers import published_events
 
 
 def _notices(user_id: int) -> list[dict]:
+    wait_published()
     r = redis.Redis(**settings.EVENTSTREAM_REDIS)
     channel = user_channel(user_id)
     return [json.loads(json.loads(r.get(event_key(channel, i)))["data"])

@@ -1,0 +1,66 @@
+"""Publishing without waiting for Redis (streams.publish._Sender): answers are read
+later, yet events keep their order, a refused publish is logged, and a connection that
+broke while quiet is replaced without losing the send."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from agui.events import step_started
+from streams import publish
+from streams.keys import counter_key, run_channel
+from tests.helpers import published_events
+
+
+@pytest.fixture
+def sender():
+    publish._local.__dict__.clear()  # a new connection for this thread
+    yield
+    publish.wait_published()
+    publish._local.__dict__.clear()
+
+
+def test_many_sends_keep_their_order_and_are_read_in_batches(sender):
+    run_id = str(uuid.uuid4())
+    n = publish._READ_EVERY * 2 + 5
+    for i in range(n):
+        publish.publish(run_id, [step_started(f"s{i}")])
+    # Read in batches: only the answers of the last few sends are still to read.
+    assert 0 < publish._local.sender.unread < publish._READ_EVERY
+    assert [e["stepName"] for e in published_events(run_id)] == [f"s{i}" for i in range(n)]
+    assert publish._local.sender.unread == 0
+
+
+def test_a_refused_publish_is_logged_when_read_and_the_next_goes_on(sender, caplog):
+    broken, fine = str(uuid.uuid4()), str(uuid.uuid4())
+    r = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    r.set(counter_key(run_channel(broken)), "not a number")  # the script's INCRBY fails
+    publish.publish(fine, [step_started("warm")])  # not quiet any more: nothing waited for
+    with caplog.at_level(logging.WARNING, logger="streams.publish"):
+        publish.publish(broken, [step_started("lost")])  # no error here
+        publish.publish(fine, [step_started("after")])
+        publish.wait_published()
+    assert "the event store refused a publish" in caplog.text
+    assert [e["stepName"] for e in published_events(fine)] == ["warm", "after"]
+    r.delete(counter_key(run_channel(broken)))
+
+
+def test_a_connection_broken_while_quiet_is_replaced_and_the_send_goes(sender, monkeypatch):
+    run_id = str(uuid.uuid4())
+    publish.publish(run_id, [step_started("before")])
+    publish.wait_published()
+    ours = publish._local.sender.client.client_id()
+    r = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    assert r.client_kill_filter(_id=ours) == 1  # as a Redis restart would
+    monkeypatch.setattr(publish, "_QUIET_SECONDS", 0.0)  # the next send waits for its answer
+    publish.publish(run_id, [step_started("after")])
+    assert [e["stepName"] for e in published_events(run_id)] == ["before", "after"]
+    assert publish._local.sender.client.client_id() != ours
+    stored = json.loads(r.get(f"event:{run_channel(run_id)}:2"))
+    assert json.loads(stored["data"])["stepName"] == "after"

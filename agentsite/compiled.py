@@ -392,7 +392,8 @@ def batched(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     Only inside a transaction, which the block must not outlive with writes pending:
     at its end they are sent; if it raises, they are dropped and the transaction is
     marked for rollback (so a caller catching the error cannot commit without them).
-    A savepoint rolled back inside the block takes the writes made in it.
+    A savepoint rolled back inside the block takes the writes made in it, and a
+    transaction marked for rollback (``set_rollback``) all of them.
     """
     connection = connections[using]
     if connection.get_autocommit():
@@ -410,7 +411,10 @@ def batched(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
                     batch.pending.clear()
                     transaction.set_rollback(True, using=using)
                 raise
-            batch.flush(connection)
+            if connection.needs_rollback:  # it will roll back: nothing to send
+                batch.pending.clear()
+            else:
+                batch.flush(connection)
     finally:
         connection.agentsite_batch = None
 

@@ -139,3 +139,11 @@ def test_an_answered_interrupt_raised_again_is_refused_by_name(run):
         with transaction.atomic():
             AgentRun.objects.create(pk=run.pk, owner=run.owner, conversation=run.conversation,
                                     agent="dev", thread_id="t", input={})
+
+
+def test_a_transaction_marked_for_rollback_sends_none_of_its_waiting_writes(run):
+    with CaptureQueriesContext(connection) as sent, transaction.atomic(), batched():
+        update_later(AgentRun.objects.filter(pk=run.pk), error="marked")
+        transaction.set_rollback(True)  # as a caught error in an inner block would
+    assert not [q for q in sent if q["sql"].startswith("UPDATE")]
+    assert AgentRun.objects.get(pk=run.pk).error == ""

@@ -198,7 +198,7 @@ _APPEND_TEXT = CompiledUpdate(lambda pk, text, now: (
     Message.objects.filter(pk=pk), {"content": Concat(F("content"), Value(text)),
                                     "updated_at": now}), pk=uuid.UUID, text=str, now=datetime)
 # The run's conversation, read with the locking read (``together``): before this
-# transaction's own writes, which ``_messages`` adds.
+# transaction's own writes, which ``_close_segment`` applies to what was read.
 _MESSAGES = Compiled(lambda run_id: Message.objects.filter(conversation__runs__id=run_id),
                      run_id=uuid.UUID)
 

@@ -87,7 +87,6 @@ class AnyOf(Lookup):
     """``column = ANY(%s)``: a list as one value (one SQL shape for any length, where
     ``__in`` makes one per length). Used as ``filter(AnyOf(F("column"), values))``."""
 
-    lookup_name = "any_of"
     prepare_rhs = False
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:

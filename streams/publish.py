@@ -146,8 +146,7 @@ class _Sender:
                     self.read()
                 break
             except (RedisConnectionError, RedisTimeoutError):
-                connection.disconnect()  # what was unread is gone with it
-                self.unread = 0
+                self.drop()
                 if last_try:
                     raise
         self.sent_at = time.monotonic()
@@ -163,6 +162,11 @@ class _Sender:
             finally:
                 self.unread -= 1
 
+    def drop(self) -> None:
+        """Close a broken connection; what was unread is gone with it."""
+        self.client.connection.disconnect()
+        self.unread = 0
+
 
 def wait_published() -> None:
     """Wait until the event store has run what this thread published (for a read on
@@ -173,8 +177,7 @@ def wait_published() -> None:
     try:
         sender.read()
     except (RedisConnectionError, RedisTimeoutError) as exc:
-        sender.client.connection.disconnect()
-        sender.unread = 0
+        sender.drop()
         log.warning("events may be lost: the event store's connection broke: %s", exc)
 
 
@@ -210,7 +213,7 @@ def notify_user_on_commit(user_id: object, payload: dict) -> None:
 
 class _Outbox:
     """What one transaction (or savepoint) publishes on commit: every channel in one
-    round trip, in the order added (``_send``), from the callback registered with the
+    command, in the order added (``_send``), from the callback registered with the
     first of them. Run events are serialized at send time: callers add to the list."""
 
     def __init__(self) -> None:

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 # How a graph may end (its state's ``outcome``); failed is for errors only.
 FINAL_STATUSES = {"completed", "rejected", "blocked", "cancelled"}
+# The key under which LangGraph hands out the questions a run stopped on (as in the
+# result of ``invoke``).
+INTERRUPT_KEY = "__interrupt__"
 
 
 class SegmentLost(Exception):
@@ -59,12 +62,16 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     cancelled: HitlCancelled | None = None
     stopped = False
     ours = _Ownership(segment, lost)
+    end = _End()
     try:
         # LangGraph's background threads from this process's pool (execution.graph_threads).
         with graph_threads.shared():
             for mode, part in graph.stream(graph_input, config,
-                                           stream_mode=["tasks", "messages"],
+                                           stream_mode=["tasks", "messages", "values"],
                                            durability=settings.AGENTSITE_GRAPH_DURABILITY):
+                if mode == "values":
+                    end.on_values(part)
+                    continue
                 if mode == "tasks":
                     if "input" in part and not ours.still():
                         raise SegmentLost()  # before the step starts: it runs nothing
@@ -101,12 +108,11 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                                 before=closing) is None:
             _end_foreign(segment, out, closing)
         return
-    snapshot = graph.get_state(config)
+    values, raised = end.result(graph, config)
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
-    values = dict(snapshot.values or {})
     state = state_without_messages(values)
     pending = [PendingInterrupt(interrupt_id=i.id, request=_as_request(i.value))
-               for task in snapshot.tasks for i in task.interrupts]
+               for i in raised]
     if pending:
         if lifecycle.run_pause(segment=segment, interrupts_raised=pending, text=mapper.text,
                                state=state, before=closing) is None:
@@ -135,6 +141,44 @@ def _graph_input(graph: Any, config: dict[str, Any], segment: Segment) -> Any:
     if snapshot.created_at is None and segment.initial_state is not None:
         return segment.initial_state  # lost before its first checkpoint: start over
     return None
+
+
+class _End:
+    """Where the graph stopped, from its own stream instead of reading the checkpoint
+    back (``get_state``, a round trip and its deserialization per segment).
+
+    A ``values`` part comes after every step that changed the state, with the
+    checkpoint's channels (``get_state`` reads the same keys). A step that raises
+    questions adds one per asking task, with its questions under ``__interrupt__``
+    and the values from before the step: the questions a snapshot lists, as
+    ``invoke`` collects them. After that, LangGraph may send the interrupted step's
+    finished tasks applied to the values; the checkpoint keeps those as pending
+    writes, not as values, so that part is not taken (a client that reconnects reads
+    the checkpoint and must see the same state).
+    """
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] | None = None
+        self.raised: list[Any] = []
+
+    def on_values(self, part: Any) -> None:
+        if not isinstance(part, dict):
+            return
+        if INTERRUPT_KEY in part:
+            if not self.raised:
+                self.values = {k: v for k, v in part.items() if k != INTERRUPT_KEY}
+            self.raised.extend(part[INTERRUPT_KEY])
+        elif not self.raised:
+            self.values = part
+
+    def result(self, graph: Any, config: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        """The state's values and the questions raised; from the checkpoint when the
+        stream said nothing of them."""
+        if self.values is not None:
+            return dict(self.values), self.raised
+        snapshot = graph.get_state(config)
+        return dict(snapshot.values or {}), [i for task in snapshot.tasks
+                                             for i in task.interrupts]
 
 
 class _Ownership:

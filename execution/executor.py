@@ -147,14 +147,12 @@ class _End:
     """Where the graph stopped, from its own stream instead of reading the checkpoint
     back (``get_state``, a round trip and its deserialization per segment).
 
-    A ``values`` part comes after every step that changed the state, with the
-    checkpoint's channels (``get_state`` reads the same keys). A step that raises
-    questions adds one per asking task, with its questions under ``__interrupt__``
-    and the values from before the step: the questions a snapshot lists, as
-    ``invoke`` collects them. After that, LangGraph may send the interrupted step's
-    finished tasks applied to the values; the checkpoint keeps those as pending
-    writes, not as values, so that part is not taken (a client that reconnects reads
-    the checkpoint and must see the same state).
+    A ``values`` part comes after every step that changed the state, with the keys
+    ``get_state`` reads. A step that raises questions adds one part per asking task,
+    with its questions under ``__interrupt__`` (the questions a snapshot lists, as
+    ``invoke`` collects them), then one with the step's finished tasks applied, as
+    ``get_state`` shows them. So the last part's values are the checkpoint's
+    (``tests/execution/test_segment_end.py`` holds LangGraph to that).
     """
 
     def __init__(self) -> None:
@@ -165,11 +163,9 @@ class _End:
         if not isinstance(part, dict):
             return
         if INTERRUPT_KEY in part:
-            if not self.raised:
-                self.values = {k: v for k, v in part.items() if k != INTERRUPT_KEY}
             self.raised.extend(part[INTERRUPT_KEY])
-        elif not self.raised:
-            self.values = part
+            part = {k: v for k, v in part.items() if k != INTERRUPT_KEY}
+        self.values = part
 
     def result(self, graph: Any, config: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         """The state's values and the questions raised; from the checkpoint when the

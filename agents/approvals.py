@@ -80,4 +80,5 @@ AGENT = register(Agent(
     input_model=ApprovalsInput,
     builder=build,
     initial_state=lambda data, message: {"change": data.change, "signoffs": []},
+    model_tokens=False,  # its messages are whole node outputs
 ))

@@ -107,4 +107,5 @@ AGENT = register(Agent(
     input_model=DevInput,
     builder=build,
     initial_state=initial_state,
+    model_tokens=False,  # its messages are whole node outputs
 ))

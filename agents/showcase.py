@@ -115,4 +115,5 @@ AGENT = register(Agent(
     input_model=ShowcaseInput,
     builder=build,
     initial_state=lambda data, message: {"answers": []},
+    model_tokens=False,  # its messages are whole node outputs
 ))

@@ -2,7 +2,8 @@
 
 ``tasks`` parts become ``STEP_STARTED`` / ``STEP_FINISHED``; ``messages`` parts become
 ``TEXT_MESSAGE_*`` (one assistant message id for the whole run, continued across
-pauses) and ``TOOL_CALL_*``. Every message, tool call and step it opens is closed
+pauses) and ``TOOL_CALL_*``, and so do the messages in ``updates`` parts (an agent
+without model tokens: ``Agent.model_tokens``). Every message, tool call and step it opens is closed
 before the segment ends (``close_all``): the official client enforces that.
 """
 
@@ -12,7 +13,7 @@ import json
 from typing import Any
 
 from ag_ui.core import BaseEvent
-from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from agui import events as ev
 
@@ -82,6 +83,17 @@ class EventMapper:
                 events += [ev.tool_call_start(call["id"], call["name"], self.message_id),
                            ev.tool_call_args(call["id"], json.dumps(call["args"])),
                            ev.tool_call_end(call["id"])]
+        return events
+
+    def on_update(self, update: Any) -> list[BaseEvent]:
+        """The messages a node wrote (an ``updates`` part: node name → its update), as
+        the ``messages`` mode passes on a node's whole messages."""
+        events: list[BaseEvent] = []
+        for written in (update.values() if isinstance(update, dict) else ()):
+            found = written.get("messages") if isinstance(written, dict) else None
+            for message in (found if isinstance(found, (list, tuple)) else [found]):
+                if isinstance(message, BaseMessage):
+                    events += self.on_message(message)
         return events
 
     def on_task(self, task: dict[str, Any]) -> list[BaseEvent]:

@@ -22,6 +22,7 @@ from agui.mapper import EventMapper
 from execution import graph_threads, graphs, lifecycle, recovery
 from execution.lifecycle import PendingInterrupt, Segment
 from hitl.kinds import HitlCancelled
+from runs import registry
 from streams.db import release_db_connections
 from streams.publish import publish
 
@@ -49,6 +50,9 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     """
     timing.mark(segment.run_id, "claimed")  # benchmarks only (off by default)
     graph = graphs.compiled(segment.agent)
+    agent = registry.get(segment.agent)
+    # Messages: as a model streams them, or whole from each node's update.
+    messages_mode = "messages" if agent is None or agent.model_tokens else "updates"
     config = {"configurable": {"thread_id": segment.thread_id}}
     graph_input = _graph_input(graph, config, segment)
 
@@ -67,7 +71,7 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
         # LangGraph's background threads from this process's pool (execution.graph_threads).
         with graph_threads.shared():
             for mode, part in graph.stream(graph_input, config,
-                                           stream_mode=["tasks", "messages", "values"],
+                                           stream_mode=["tasks", messages_mode, "values"],
                                            durability=settings.AGENTSITE_GRAPH_DURABILITY):
                 if mode == "values":
                     end.on_values(part)
@@ -76,6 +80,8 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                     if "input" in part and not ours.still():
                         raise SegmentLost()  # before the step starts: it runs nothing
                     events = mapper.on_task(part)
+                elif mode == "updates":
+                    events = mapper.on_update(part)
                 else:
                     message, _meta = part
                     events = mapper.on_message(message)

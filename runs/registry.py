@@ -47,6 +47,11 @@ class Agent:
     compatible_versions: frozenset[str] = field(default_factory=frozenset)
     # Who may decide its interrupts and by when (defaults: anyone allowed, no deadline).
     policy: Policy = field(default_factory=Policy)
+    # Its nodes call a chat model whose tokens are streamed as they come (LangGraph's
+    # ``messages`` stream mode, a callback on every node). False for an agent whose
+    # messages are whole node outputs: they are read from the nodes' updates instead,
+    # and its steps run without that callback.
+    model_tokens: bool = True
 
     def accepts_version(self, version: str) -> bool:
         return version == self.version or version in self.compatible_versions

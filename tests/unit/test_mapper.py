@@ -56,3 +56,56 @@ def test_close_all_closes_what_is_open():
     mapper.on_message(AIMessageChunk(content="Hi"))
     assert kinds(mapper.close_all()) == ["TEXT_MESSAGE_END", "STEP_FINISHED"]
     assert mapper.close_all() == []
+
+
+def _mapped(graph, inputs, mode: str) -> list[dict]:
+    """All events of a thread's segments, with messages from ``mode`` parts."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    mapper, events = EventMapper("m-1"), []
+    for graph_input in inputs:
+        for kind, part in compiled.stream(graph_input, config, stream_mode=["tasks", mode]):
+            if kind == "tasks":
+                events += mapper.on_task(part)
+            elif kind == "updates":
+                events += mapper.on_update(part)
+            else:
+                events += mapper.on_message(part[0])
+        events += mapper.close_all()
+    return [e.model_dump(exclude={"timestamp"}) for e in events]
+
+
+def test_whole_messages_from_updates_map_as_the_messages_mode_maps_them():
+    """An agent without model tokens (``Agent.model_tokens``) reads its messages from
+    the nodes' updates: the same events as LangGraph's messages mode gives."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.types import Command
+
+    from agents import dev
+
+    answers = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics"]},
+               {"approved": True}]
+    inputs = [dev.initial_state(dev.DevInput(topic="x"), "hi"),
+              *(Command(resume=a) for a in answers)]
+    by_messages = _mapped(dev.build(), inputs, "messages")
+    assert _mapped(dev.build(), inputs, "updates") == by_messages
+    assert [e["type"] for e in by_messages if "TEXT" in e["type"]] == [
+        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
+
+    call = {"id": "c1", "name": "lookup", "args": {"q": "x"}}
+    graph = StateGraph(MessagesState)
+    graph.add_node("plan", lambda s: {"messages": [AIMessage("Looking", tool_calls=[call])]})
+    graph.add_node("tool", lambda s: {"messages": ToolMessage("42", id="r1", tool_call_id="c1")})
+    graph.add_node("quiet", lambda s: None)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "tool")
+    graph.add_edge("tool", "quiet")
+    graph.add_edge("quiet", END)
+    start = [{"messages": [("user", "go")]}]
+    by_messages = _mapped(graph, start, "messages")
+    assert _mapped(graph, start, "updates") == by_messages
+    assert [e["type"] for e in by_messages if "STEP" not in e["type"]] == [
+        "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_START",
+        "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]

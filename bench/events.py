@@ -123,11 +123,12 @@ def finishes(n: int, run_id: str | None = None):
 ON_COMMIT = ("STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED", "RUN_ERROR")
 
 
-async def drive_run(rest: httpx.AsyncClient,
-                    sse: httpx.AsyncClient) -> list[tuple[float, bool]]:
-    """A full dev run with its stream open; latencies (ms) of the live segments' events,
-    each with whether it was published on commit."""
+async def drive_run(rest: httpx.AsyncClient, sse: httpx.AsyncClient,
+                    driven: list[str]) -> list[tuple[float, bool]]:
+    """A full dev run with its stream open (its id added to ``driven``); latencies (ms)
+    of the live segments' events, each with whether it was published on commit."""
     run = (await rest.post("/api/runs/", json={"agent": "dev", "input": {"topic": "b"}})).json()
+    driven.append(run["id"])
     stream = Stream(sse, f"/api/runs/{run['id']}/events/")
     try:
         first_live = None
@@ -196,21 +197,23 @@ async def bench(stack: Stack, sse_url: str, sse_pid: int, token: str, args) -> N
                                  timeout=timeout) as rest, \
             httpx.AsyncClient(base_url=sse_url, headers=headers, timeout=timeout,
                               limits=limits) as sse:
-        await drive_run(rest, sse)  # warm-up
+        # This sitting's runs: an earlier sitting's may have no stored events left (they
+        # expire), and the streams below replay a run's stored history.
+        driven: list[str] = []
+        await drive_run(rest, sse, driven)  # warm-up
         timing.configure(str(stack.timing_log))
         time.sleep(2 * timing.FLUSH_SECONDS)  # the warm-up's marks are out first
         stack.timing_log.write_text("")
         print(f"dev runs: {load()} before")
         lat: list[tuple[float, bool]] = []
         for _ in range(args.runs):
-            lat += await drive_run(rest, sse)
+            lat += await drive_run(rest, sse, driven)
         timing.configure("")
         print(f"dev runs: {load()} after")
         report(f"worker event → SSE client, {args.runs} dev runs", [ms for ms, _ in lat])
         report("  published as made (steps, text)", [ms for ms, late in lat if not late])
         report("  made in the pause/finish transaction", [ms for ms, late in lat if late])
-        listed = (await rest.get("/api/runs/", params={"status": "completed"})).json()
-        runs = [r["id"] for r in listed["results"]]
+        runs = driven[::-1]  # the newest first
         report("publish() → SSE client, 1 stream open",
                await publish_latency(sse, runs[0], args.publishes))
         print(f"publish(): {load()} after")

@@ -2,9 +2,10 @@
 
 ``tasks`` parts become ``STEP_STARTED`` / ``STEP_FINISHED``; ``messages`` parts become
 ``TEXT_MESSAGE_*`` (one assistant message id for the whole run, continued across
-pauses) and ``TOOL_CALL_*``, and so do the messages in ``updates`` parts (an agent
-without model tokens: ``Agent.model_tokens``). Every message, tool call and step it opens is closed
-before the segment ends (``close_all``): the official client enforces that.
+pauses) and ``TOOL_CALL_*``, and so do the messages in ``updates`` parts (for an agent
+without model tokens, ``Agent.model_tokens``). Every message, tool call and step it
+opens is closed before the segment ends (``close_all``): the official client enforces
+that.
 """
 
 from __future__ import annotations

@@ -49,8 +49,9 @@ class Agent:
     policy: Policy = field(default_factory=Policy)
     # Its nodes call a chat model whose tokens are streamed as they come (LangGraph's
     # ``messages`` stream mode, a callback on every node). False for an agent whose
-    # messages are whole node outputs: they are read from the nodes' updates instead,
-    # and its steps run without that callback.
+    # messages are whole node outputs under ``messages``: they are read from the nodes'
+    # updates instead, and its steps run without that callback (a model it calls anyway
+    # shows its message whole, when the node ends).
     model_tokens: bool = True
 
     def accepts_version(self, version: str) -> bool:

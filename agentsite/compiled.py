@@ -41,6 +41,8 @@ from django.db.models import Field, Lookup, Model, QuerySet
 from django.db.models.sql import UpdateQuery
 from django.db.transaction import TransactionManagementError
 
+from agentsite import prepared
+
 M = TypeVar("M", bound=Model)
 
 
@@ -191,8 +193,10 @@ def together(*reads: tuple[Compiled[Any], dict[str, Any]]) -> list[list[Any]]:
     if any(compiled.using != using for compiled, _ in reads):
         raise ValueError("together() reads one database")
     statements = [compiled._statement(values) for compiled, values in reads]
-    with connections[using].cursor() as cursor:
-        cursor.execute("; ".join(sql for sql, _ in statements),
+    connection = connections[using]
+    connection.ensure_connection()  # prepared statements are the connection's own
+    with connection.cursor() as cursor:
+        cursor.execute("; ".join(prepared.statement(connection, sql) for sql, _ in statements),
                        [p for _, params in statements for p in params])
         found = []
         for compiled, _ in reads:
@@ -273,7 +277,8 @@ def update_later(queryset: QuerySet, **values: Any) -> None:
     """``queryset.update(**values)`` (the same SQL, Django's), sent with the next
     statement inside ``batched`` (now outside it); the number of rows is not read."""
     sql, params = _update_sql(queryset, values, using=queryset.db)
-    _run(connections[queryset.db], sql, list(params), None, True)
+    # Not prepared: its SQL is made per call, in as many shapes as querysets.
+    _run(connections[queryset.db], sql, list(params), None, True, prepare=False)
 
 
 class CompiledUpdate:
@@ -365,7 +370,10 @@ def _results(pending: list[_Deferred], cursor: Any) -> None:
 
 
 def _run(connection: Any, sql: str, params: list[Any], done: Callable[[Any], None] | None,
-         defer: bool) -> None:
+         defer: bool, *, prepare: bool = True) -> None:
+    if prepare:  # SQL made once: prepared on the connections that have it
+        connection.ensure_connection()
+        sql = prepared.statement(connection, sql)
     batch = getattr(connection, "agentsite_batch", None) if defer else None
     if batch is not None:
         batch.pending.append(_Deferred(sql, params, done))

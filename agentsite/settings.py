@@ -60,6 +60,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # ... except one given back less than this long ago whose socket has nothing to read
 # (agentsite.postgres): it just worked, and a server ending it would have said so.
 DB_CHECK_IDLE_SECONDS = env_seconds("DB_CHECK_IDLE_SECONDS", 1.0)
+# The hot path's statements prepared on each pooled connection (agentsite.prepared); off
+# behind a pooler that does not keep a session's prepared statements (PgBouncer in
+# transaction mode).
+AGENTSITE_DB_PREPARED = env_bool("DB_PREPARED_STATEMENTS", True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

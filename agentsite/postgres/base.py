@@ -30,6 +30,8 @@ from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
 from psycopg_pool import ConnectionPool
 
+from agentsite import prepared
+
 
 class DatabaseWrapper(base.DatabaseWrapper):
     @property
@@ -48,6 +50,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
                                   **({} if options is True else options))
             holder.append(self._connection_pools.setdefault(self.alias, pool))
         return super().pool
+
+    def init_connection_state(self) -> None:
+        super().init_connection_state()
+        if self.connection is not None and self.alias != NO_DB_ALIAS:
+            prepared.prepare_missing(self.connection)  # agentsite.prepared
 
 
 def sweeping_check(holder: list[ConnectionPool]) -> Any:

@@ -5,8 +5,10 @@ Each cycle: ``run_start`` + the executor's segment, then 4 × (``interrupts_deci
 executor's segment), as ``/agui/dev/`` does them with an inline slot (the claim is made in
 the start's and the decision's transaction, ``lifecycle.run_claim_inline``), but the
 segment runs right here instead of in a thread after the commit. Events are published to
-Redis as usual. Prints wall and CPU time per cycle: what our own code and LangGraph cost,
-without the transport. ``--profile FILE`` writes a cProfile of the measured cycles.
+Redis as usual, and the database connection goes back to the pool after each step, as
+the web process gives it back after each request and segment. Prints wall and CPU time
+per cycle: what our own code and LangGraph cost, without the transport. ``--profile
+FILE`` writes a cProfile of the measured cycles.
 
 Usage: python bench/inprocess.py [--cycles 40] [--warmup 5] [--profile FILE]
 """
@@ -35,6 +37,7 @@ from execution import executor, lifecycle  # noqa: E402
 from hitl.models import AgentInterrupt  # noqa: E402
 from hitl.services import Answer, interrupts_decide  # noqa: E402
 from runs import services  # noqa: E402
+from streams.db import release_db_connections  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
@@ -60,13 +63,17 @@ def main() -> None:
     def cycle() -> None:
         run = services.run_start(owner=user, agent="dev", input={"topic": "bench"},
                                  surface="agui")
+        release_db_connections()  # back to the pool after each step, as the web process
         executor.execute(claimed.pop())
+        release_db_connections()
         for payload in ANSWERS:
             pending = (AgentInterrupt.objects.filter(run=run, status="pending")
                        .values_list("interrupt_id", flat=True).get())
             interrupts_decide(actor=user, run_id=run.id, surface="agui", answers=[
                 Answer(interrupt_id=pending, status="resolved", payload=payload)])
+            release_db_connections()
             executor.execute(claimed.pop())
+            release_db_connections()
         run.refresh_from_db()
         assert run.status == "completed", run.status
 

@@ -194,7 +194,6 @@ def together(*reads: tuple[Compiled[Any], dict[str, Any]]) -> list[list[Any]]:
         raise ValueError("together() reads one database")
     statements = [compiled._statement(values) for compiled, values in reads]
     connection = connections[using]
-    connection.ensure_connection()  # prepared statements are the connection's own
     with connection.cursor() as cursor:
         cursor.execute("; ".join(prepared.statement(connection, sql) for sql, _ in statements),
                        [p for _, params in statements for p in params])
@@ -372,7 +371,6 @@ def _results(pending: list[_Deferred], cursor: Any) -> None:
 def _run(connection: Any, sql: str, params: list[Any], done: Callable[[Any], None] | None,
          defer: bool, *, prepare: bool = True) -> None:
     if prepare:  # SQL made once: prepared on the connections that have it
-        connection.ensure_connection()
         sql = prepared.statement(connection, sql)
     batch = getattr(connection, "agentsite_batch", None) if defer else None
     if batch is not None:

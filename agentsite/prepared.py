@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 _PLACEHOLDER = re.compile(r"%s|%%")
 
 _lock = threading.Lock()
-# SQL → (its name, how many values it takes); what each connection should prepare.
-_named: dict[str, tuple[str, int]] = {}
+# SQL → (its name, its text with $n placeholders, how many values it takes): what each
+# connection should prepare.
+_named: dict[str, tuple[str, str, int]] = {}
 _refused: set[str] = set()  # names Postgres would not prepare
 # indeterminate_datatype, ambiguous_parameter, datatype_mismatch, undefined_function:
 # what a PREPARE of a statement whose values' types Postgres cannot infer answers.
@@ -64,12 +65,10 @@ def statement(connection: Any, sql: str) -> str:
     named = _named.get(sql)
     if named is None:
         with _lock:
-            named = _named.setdefault(sql, (f"agentsite_{len(_named) + 1}",
-                                            _numbered(sql)[1]))
-    name, count = named
+            named = _named.setdefault(sql, (f"agentsite_{len(_named) + 1}", *_numbered(sql)))
+    name, _, count = named
+    connection.ensure_connection()  # prepared statements belong to its connection
     pg = connection.connection
-    if pg is None:
-        return sql
     if name not in getattr(pg, "agentsite_prepared", ()):
         if not (connection.get_autocommit() and not connection.in_atomic_block):
             return sql  # inside a transaction: a refused PREPARE would end it
@@ -86,11 +85,11 @@ def prepare_missing(pg: Any) -> None:
         return
     done: set[str] = pg.__dict__.setdefault("agentsite_prepared", set())
     failed: set[str] = pg.__dict__.setdefault("agentsite_unprepared", set())
-    missing = [(sql, name) for sql, (name, _) in list(_named.items())
+    missing = [(sql, name) for sql, (name, _, _) in list(_named.items())
                if name not in done and name not in failed and name not in _refused]
     if not missing:
         return
-    texts = [f"PREPARE {name} AS {_numbered(sql)[0]}" for sql, name in missing]
+    texts = [f"PREPARE {name} AS {_named[sql][1]}" for sql, name in missing]
     try:
         with pg.cursor() as cursor:
             cursor.execute("; ".join(texts))

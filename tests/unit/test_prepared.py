@@ -38,7 +38,7 @@ def test_a_statement_is_prepared_outside_transactions_and_executed_by_name():
     sent = _sent(queries)
     assert all(sql.startswith("EXECUTE agentsite_") for sql in sent), sent
     assert "'prep-a'" in sent[0]
-    assert {name for name, _ in prepared._named.values()} & _on_session()
+    assert {name for name, *_ in prepared._named.values()} & _on_session()
     assert BY_NAME.first(username="nobody") is None
 
 

@@ -93,7 +93,10 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         thread_id = str(data["thread_id"]) if data.get("thread_id") else None
         run = run_start(owner=request.user, agent=data["agent"], input=data["input"],
                         message=data["message"], thread_id=thread_id, surface="api")
-        return Response(self._fresh(run), status=status.HTTP_201_CREATED)
+        # As the start committed it (a new run has no questions yet): no re-read racing
+        # the segment that has just started.
+        run._prefetched_objects_cache = {"interrupts": []}
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResumeSerializer, parameters=[IDEMPOTENCY_KEY],
                    responses={202: RunSerializer,

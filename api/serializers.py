@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -13,7 +14,25 @@ from hitl.policies import tally
 from runs.models import AgentRun
 
 
-class InterruptSerializer(serializers.ModelSerializer):
+class FieldsMadeOnce:
+    """A ModelSerializer whose fields are made from the model once per class.
+
+    DRF builds a ModelSerializer's fields again for every instance (model introspection,
+    field kwargs, validators: 0.35 ms for a run, 0.4 for an interrupt, on each answer);
+    here they are built once and each instance gets its own deep copy (fields are bound to
+    their serializer, so instances must not share them), as DRF copies declared fields.
+    Only for serializers whose fields do not depend on the request or the instance.
+    """
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        made = type(self).__dict__.get("_fields_made")
+        if made is None:
+            made = super().get_fields()  # type: ignore[misc]
+            type(self)._fields_made = made
+        return copy.deepcopy(made)
+
+
+class InterruptSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     id = serializers.UUIDField(read_only=True)
     run_id = serializers.UUIDField(read_only=True)
     reason = serializers.SerializerMethodField()
@@ -55,7 +74,7 @@ class InterruptSerializer(serializers.ModelSerializer):
         return response_schema(obj.request)
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     conversation_id = serializers.UUIDField(read_only=True)
     assistant_message_id = serializers.UUIDField(read_only=True)

@@ -47,3 +47,18 @@ def test_interrupt_queue_filters(api):
     assert owner.get("/api/interrupts/", params={"status": "applied"}).json()["count"] == 0
     assert reviewer.get("/api/interrupts/", params={"status": "pending"}).json()["count"] == 1
     assert owner.get("/api/interrupts/", params={"status": "nope"}).status_code == 400
+
+
+def test_a_start_answers_with_the_run_as_it_committed_it(api):
+    client = api("owner")
+    created = start_run(client, message="hello")
+    assert created["status"] in ("queued", "running")  # not read back after the commit
+    assert created["pending_interrupts"] == []
+    assert created["segments"] == (1 if created["status"] == "running" else 0)
+    stored = wait_run(client, created["id"], "paused")
+    unchanged = ["id", "agent", "agent_version", "thread_id", "conversation_id", "owner",
+                 "input", "result", "error", "assistant_message_id", "created_at",
+                 "finished_at"]
+    assert {k: created[k] for k in unchanged} == {k: stored[k] for k in unchanged}
+    assert set(created) == set(stored)
+    assert created["owner"] == "owner" and created["assistant_message_id"]

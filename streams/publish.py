@@ -73,6 +73,20 @@ def _held() -> _Held:
     return held
 
 
+def close_connections() -> None:
+    """Close this thread's connections and the spares: the next use makes new ones from
+    the settings as they are then (tests that point the event store elsewhere)."""
+    held = _local.__dict__.pop("held", None)
+    for connection in (held.sender, held.redis) if held else ():
+        if connection is not None:
+            connection.close()
+    if held is not None:
+        held.sender = held.redis = None  # closed: not spares
+    for spare in (_spare_senders, _spare_clients):
+        while spare:
+            spare.pop().close()
+
+
 def _take(spare: list[Any]) -> Any:
     try:
         return spare.pop()

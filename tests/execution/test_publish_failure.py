@@ -27,9 +27,9 @@ def events_unreachable(settings):
     before = app.conf.task_default_queue
     app.conf.task_default_queue = queue = f"agentsite-test-publish-{os.getpid()}"
     settings.EVENTSTREAM_STORAGE_CONNECTION = {"host": "127.0.0.1", "port": 1}
-    publish._local.__dict__.clear()  # this thread's client: made again from the settings
+    publish.close_connections()  # made again from the settings, not taken from spares
     yield
-    publish._local.__dict__.clear()
+    publish.close_connections()
     app.conf.task_default_queue = before
     redis.Redis(**conf.EVENTSTREAM_REDIS).delete(queue)
 

@@ -20,20 +20,12 @@ from streams.keys import counter_key, run_channel
 from tests.helpers import published_events
 
 
-def _fresh() -> None:
-    """This thread's connections and the spares closed: the next send makes its own."""
-    publish._local.__dict__.clear()
-    for spare in (publish._spare_senders, publish._spare_clients):
-        while spare:
-            spare.pop().close()
-
-
 @pytest.fixture
 def sender():
-    _fresh()
+    publish.close_connections()  # the next send makes its own
     yield
     publish.wait_published()
-    _fresh()
+    publish.close_connections()
 
 
 def test_many_sends_keep_their_order_and_are_read_in_batches(sender):

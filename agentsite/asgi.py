@@ -28,6 +28,7 @@ from agui.asgi import route_agui  # noqa: E402
 application = route_agui(application)
 
 from agentsite import timing  # noqa: E402
+from agentsite.startup_gc import freeze_startup_objects  # noqa: E402
 
 if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG): stamp each request's arrival
     _inner = application
@@ -36,3 +37,6 @@ if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG): stamp each request
         if scope["type"] == "http":
             timing.mark(scope["path"], "http_in")
         await _inner(scope, receive, send)
+
+# Full collections skip what was loaded up to here (why: agentsite/startup_gc.py).
+freeze_startup_objects()

@@ -37,5 +37,14 @@ if timing.enabled:  # benchmarks only (AGENTSITE_TIMING_LOG): stamp a task's dis
     def _postrun(args: object = None, **_: object) -> None:
         timing.mark(_run_id(args), "task_end")
 
+# Full collections skip what the worker loaded at startup (why: agentsite/startup_gc.py):
+# in the worker process once it is ready, and in each child of a prefork pool.
+from celery.signals import worker_process_init, worker_ready  # noqa: E402
+
+from agentsite.startup_gc import freeze_startup_objects  # noqa: E402
+
+worker_ready.connect(lambda **_: freeze_startup_objects(), weak=False)
+worker_process_init.connect(lambda **_: freeze_startup_objects(), weak=False)
+
 # Heartbeats for /healthz, written by the worker process (Celery signals).
 import agentsite.heartbeat  # noqa: E402, F401

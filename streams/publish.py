@@ -57,13 +57,16 @@ class _Held:
         self.redis: redis.Redis | None = None
 
     def __del__(self) -> None:
-        for spare, held in ((_spare_senders, self.sender), (_spare_clients, self.redis)):
-            if held is None:
-                continue
-            if len(spare) < _SPARE_MAX:
-                spare.append(held)  # atomic under the GIL
-            else:
-                held.close()
+        try:
+            for spare, held in ((_spare_senders, self.sender), (_spare_clients, self.redis)):
+                if held is None:
+                    continue
+                if len(spare) < _SPARE_MAX:
+                    spare.append(held)  # atomic under the GIL
+                else:
+                    held.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit the module may be gone
+            pass
 
 
 def _held() -> _Held:

@@ -22,6 +22,7 @@ from agentsite.compiled import Compiled, batched, insert, save_fields
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
+from streams.publish import run_ended_on_commit
 
 log = logging.getLogger(__name__)
 Status = AgentRun.Status
@@ -89,6 +90,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
+    if to in AgentRun.FINISHED:
+        run_ended_on_commit(run.id)  # its event counter now expires with its events
     if to in AgentRun.FINISHED and notify:
         # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
         # by name (hitl is the layer above), after commit.

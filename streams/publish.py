@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import redis
@@ -137,34 +137,43 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
 
 # Numbers each channel's batch, stores each event and fans it out, all channels in one
 # round trip (atomic, so ids and publish order agree). KEYS: the channels' counters; ARGV:
-# ttl, key prefix, fan-out channel, then per channel its name, n and n payloads. Same
-# keys and JSON shapes as django-eventstream.
+# ttl, key prefix, fan-out channel, then per channel its name, n, ended (1/0) and n
+# payloads. Same keys and JSON shapes as django-eventstream. An ended channel's counter
+# expires with its events (it would otherwise stay forever, one key per run); INCRBY
+# keeps that expiry, so events published after the end (a live segment closing its
+# AG-UI run) do not make it lasting again, and nor does a counter made only then.
 _SEND_LUA = """
 local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
 for k = 1, #KEYS do
-  local channel, n = ARGV[a], tonumber(ARGV[a + 1])
-  local last = redis.call('INCRBY', KEYS[k], n)
-  for i = 1, n do
-    local id = last - n + i
-    local data = ARGV[a + 1 + i]
-    redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
-               cjson.encode({type = 'message', data = data}))
-    redis.call('PUBLISH', fanout, cjson.encode(
-               {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
+  local channel, n, ended = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2] == '1'
+  if n > 0 then
+    local last = redis.call('INCRBY', KEYS[k], n)
+    for i = 1, n do
+      local id = last - n + i
+      local data = ARGV[a + 2 + i]
+      redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
+                 cjson.encode({type = 'message', data = data}))
+      redis.call('PUBLISH', fanout, cjson.encode(
+                 {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
+    end
   end
-  a = a + 2 + n
+  if ended and redis.call('EXPIRE', KEYS[k], ttl) == 0 then
+    redis.call('SET', KEYS[k], 0, 'EX', ttl)
+  end
+  a = a + 3 + n
 end
 return #KEYS
 """
 
 
-def _send(batches: dict[str, list[str]]) -> None:
+def _send(batches: dict[str, list[str]], ended: Collection[str] = ()) -> None:
     """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
-    ``send_event`` does, in one command for all of them."""
+    ``send_event`` does, in one command for all of them. ``ended``: channels whose
+    counter now expires with their events (every one of them is a key of ``batches``)."""
     keys, args = [], [EVENT_TIMEOUT * 60, EVENT_KEY_PREFIX, PUBSUB_CHANNEL]
     for channel, payloads in batches.items():
         keys.append(counter_key(channel))
-        args += [channel, len(payloads), *payloads]
+        args += [channel, len(payloads), int(channel in ended), *payloads]
     # EVAL with the script's text: Redis finds it in its cache by hash, and there is no
     # NOSCRIPT answer to come back late after a restart (_Sender reads answers late).
     _sender().send("EVAL", _SEND_LUA, len(keys), *keys, *args)
@@ -265,6 +274,13 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[
     return batch
 
 
+def run_ended_on_commit(run_id: object) -> None:
+    """The run has ended: once the transaction commits, its channel's event counter
+    expires with its events (24 h), as they do. A counter lives as long as its run can
+    still publish (a paused run's ids must not start again), and no longer."""
+    _outbox().end(run_channel(run_id))
+
+
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
     """Tell a user's pages and queue views, and the reviewers, that their queue changed."""
     box = _outbox()
@@ -281,26 +297,33 @@ class _Outbox:
     def __init__(self) -> None:
         self.items: list[tuple[str, list[Any]]] = []
         self.runs: dict[str, object] = {}  # run channel → run id (benchmark marks)
+        self.ended: set[str] = set()  # channels whose counter expires (run_ended_on_commit)
 
     def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
         self.items.append((channel, items))
         if run_id is not None:
             self.runs[channel] = run_id
 
+    def end(self, channel: str) -> None:
+        self.ended.add(channel)
+
     def send(self) -> None:
         batches: dict[str, list[str]] = {}
         for channel, items in self.items:
             batches.setdefault(channel, []).extend(
                 item if isinstance(item, str) else wire(item) for item in items)
-        batches = {channel: payloads for channel, payloads in batches.items() if payloads}
+        batches = {channel: payloads for channel, payloads in batches.items()
+                   if payloads or channel in self.ended}
+        for channel in self.ended:
+            batches.setdefault(channel, [])
         if not batches:
             return
         marks = [(run_id, json.loads(batches[channel][-1])["type"])
                  for channel, run_id in self.runs.items()
-                 if channel in batches] if timing.enabled else []
+                 if batches.get(channel)] if timing.enabled else []
         for run_id, last in marks:
             timing.mark(run_id, f"publish_start:{last}")
-        _send(batches)
+        _send(batches, self.ended)
         for run_id, last in marks:
             timing.mark(run_id, f"publish_end:{last}")
 
@@ -312,6 +335,11 @@ class _Immediate(_Outbox):
     def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
         box = _Outbox()
         box.add(channel, items, run_id)
+        transaction.on_commit(box.send, robust=True)
+
+    def end(self, channel: str) -> None:
+        box = _Outbox()
+        box.end(channel)
         transaction.on_commit(box.send, robust=True)
 
 

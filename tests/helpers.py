@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import redis
 from django.conf import settings
+from django_eventstream.storage import EVENT_TIMEOUT
 
 from streams.keys import counter_key, event_key, run_channel
 from streams.publish import wait_published
@@ -53,6 +54,17 @@ def answer_and_wait(client: httpx.Client, run: dict[str, Any], payload: Any,
     response = answer(client, run, payload)
     assert response.status_code == 202, response.text
     return wait_run(client, run["id"], until)
+
+
+def counter_ttl(run_id: str) -> int:
+    """Seconds until the run's event counter expires: -1 never, -2 no counter."""
+    wait_published()
+    return redis.Redis(**settings.EVENTSTREAM_REDIS).ttl(counter_key(run_channel(run_id)))
+
+
+def counter_expires_with_events(run_id: str) -> bool:
+    """The run's counter expires, and within the stored events' 24 h."""
+    return 0 < counter_ttl(run_id) <= EVENT_TIMEOUT * 60
 
 
 def published_events(run_id: str) -> list[dict[str, Any]]:

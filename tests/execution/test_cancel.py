@@ -6,7 +6,15 @@ import pytest
 
 from runs.models import AgentRun
 from tests.agui_rules import validate_events
-from tests.helpers import answer, pending, published_events, start_run, wait_run
+from tests.helpers import (
+    answer,
+    counter_expires_with_events,
+    counter_ttl,
+    pending,
+    published_events,
+    start_run,
+    wait_run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,8 +22,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_cancel_paused_run(api):
     client = api("owner")
     run = wait_run(client, start_run(client)["id"], "paused")
+    assert counter_ttl(run["id"]) == -1  # paused: its ids must go on when it resumes
     r = client.post(f"/api/runs/{run['id']}/cancel/")
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert counter_expires_with_events(run["id"])
     db_run = AgentRun.objects.get(pk=run["id"])
     assert db_run.interrupts.get().status == "cancelled"
     assert db_run.finished_at is not None

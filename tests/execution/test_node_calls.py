@@ -17,7 +17,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from tests.helpers import answer_and_wait, start_run, wait_run
+from tests.helpers import answer_and_wait, counter_expires_with_events, start_run, wait_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,6 +76,7 @@ def test_tasklist_review_nodes_call_nothing_and_nothing_runs_twice(api):
     run = answer_and_wait(client, run, APPROVE)
     cut()
     assert run["status"] == "completed", run
+    assert counter_expires_with_events(run["id"])  # its event counter goes with its events
 
     assert segments == [
         ["read_plan>", "tool:read_version_plan@read_plan", "<read_plan",

@@ -7,7 +7,13 @@ import pytest
 
 from runs.models import AgentRun, AuditLog
 from tests.agui_rules import validate_events
-from tests.helpers import answer, published_events, start_run, wait_run
+from tests.helpers import (
+    answer,
+    counter_expires_with_events,
+    published_events,
+    start_run,
+    wait_run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,6 +35,7 @@ def test_graph_error_fails_the_run(api):
     runs = validate_events(published_events(run["id"]))
     assert runs[-1][-1]["type"] == "RUN_ERROR" and runs[-1][-1]["code"] == "agent_error"
     assert "boom" in runs[-1][-1]["message"]
+    assert counter_expires_with_events(run["id"])
 
     again = answer(client, run, {"value": "again"})
     assert again.status_code == 409

@@ -15,7 +15,14 @@ from runs.models import AgentRun
 from runs.services import run_start
 from tests.agui_rules import validate_events
 from tests.faults.cluster import client, cluster_fixture, effects, wait_all
-from tests.helpers import answer, pending, published_events, start_run, wait_run
+from tests.helpers import (
+    answer,
+    counter_expires_with_events,
+    pending,
+    published_events,
+    start_run,
+    wait_run,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 cluster = pytest.fixture(name="cluster")(cluster_fixture)
@@ -73,6 +80,8 @@ def test_cancel_running_run_stops_between_steps(cluster, users):
     assert not AgentInterrupt.objects.filter(run_id=run["id"]).exists()
     assert AgentRun.objects.get(pk=run["id"]).status == "cancelled"
     validate_events(published_events(run["id"]))
+    # Its segment closed the AG-UI run after the cancel had set the counter to expire.
+    assert counter_expires_with_events(run["id"])
 
 
 def test_run_fail_closes_pending_and_decided_interrupts(users):

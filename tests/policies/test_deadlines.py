@@ -10,7 +10,13 @@ from django.test import Client
 
 from hitl.models import AgentInterrupt
 from runs.models import AuditLog
-from tests.helpers import pending, published_events, start_run, wait_run
+from tests.helpers import (
+    counter_expires_with_events,
+    pending,
+    published_events,
+    start_run,
+    wait_run,
+)
 from tests.policies.conftest import ask
 
 
@@ -44,6 +50,7 @@ def test_deadline_without_default_expires_the_run(client_of, people):
     # AG-UI: a RUN_FINISHED whose result says so.
     finished = [e for e in published_events(run["id"]) if e["type"] == "RUN_FINISHED"]
     assert finished[-1]["result"]["status"] == "expired"
+    assert counter_expires_with_events(run["id"])  # the run's event counter goes too
     # The chat page says so.
     client = Client()
     client.force_login(people["owner"])

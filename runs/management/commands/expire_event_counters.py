@@ -17,14 +17,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         r = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION)
-        keys = [key for key in r.scan_iter(match=f"{_PREFIX}*", count=1000)
-                if r.ttl(key) == -1]
         ids = {}
-        for key in keys:
-            try:
-                ids[uuid.UUID(key.decode()[len(_PREFIX):])] = key
-            except ValueError:
-                continue  # not a run's channel
+        for chunk in _chunks(list(r.scan_iter(match=f"{_PREFIX}*", count=1000)), 1000):
+            with r.pipeline(transaction=False) as pipe:
+                for key in chunk:
+                    pipe.ttl(key)
+                ttls = pipe.execute()
+            for key, ttl in zip(chunk, ttls, strict=True):
+                if ttl != -1:
+                    continue  # expiring already
+                try:
+                    ids[uuid.UUID(key.decode()[len(_PREFIX):])] = key
+                except ValueError:
+                    continue  # not a run's channel
         # Only runs this database knows as ended: a paused run's ids must go on, and an
         # unknown id may be another deployment's sharing this Redis.
         ended = [pk for chunk in _chunks(list(ids), 1000) for pk in AgentRun.objects.filter(

@@ -312,9 +312,8 @@ class _Outbox:
         for channel, items in self.items:
             batches.setdefault(channel, []).extend(
                 item if isinstance(item, str) else wire(item) for item in items)
-        batches = {channel: payloads for channel, payloads in batches.items()
-                   if payloads or channel in self.ended}
-        for channel in self.ended:
+        batches = {channel: payloads for channel, payloads in batches.items() if payloads}
+        for channel in self.ended:  # an end with no events of its own still goes
             batches.setdefault(channel, [])
         if not batches:
             return

@@ -78,4 +78,3 @@ def test_outside_a_transaction_it_publishes_at_once(transactional_db, user_id):
     notify_user_on_commit(user_id, {"type": "now"})
     assert [e["stepName"] for e in published_events(run_id)] == ["now"]
     assert _notices(user_id) == [{"type": "now"}]
-

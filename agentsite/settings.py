@@ -213,10 +213,23 @@ AGENTSITE_SWEEP_SECONDS = env_seconds("SWEEP_SECONDS", 5.0)
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).
 HITL_SWEEP_SECONDS = env_seconds("HITL_SWEEP_SECONDS", 2.0)
+# A thread's checkpoints once its run has ended (execution.checkpoint_pruning): "latest"
+# keeps the latest checkpoint of each namespace (what a later run or a connect reads)
+# and deletes the step-by-step history; "all" keeps everything. Swept every
+# CHECKPOINT_PRUNE_SECONDS, for runs ended at least CHECKPOINT_PRUNE_AFTER_SECONDS ago.
+AGENTSITE_CHECKPOINT_HISTORY = env_str("CHECKPOINT_HISTORY", "latest")
+if AGENTSITE_CHECKPOINT_HISTORY not in ("latest", "all"):
+    raise ImproperlyConfigured(
+        f"CHECKPOINT_HISTORY must be latest or all, got {AGENTSITE_CHECKPOINT_HISTORY!r}")
+CHECKPOINT_PRUNE_SECONDS = env_seconds("CHECKPOINT_PRUNE_SECONDS", 60.0)
+CHECKPOINT_PRUNE_AFTER_SECONDS = env_seconds("CHECKPOINT_PRUNE_AFTER_SECONDS", 60.0)
 CELERY_BEAT_SCHEDULE = {
     "hitl-deadlines": {"task": "hitl.sweep", "schedule": HITL_SWEEP_SECONDS,
                        # A sweep not started by the next one's time is dropped, not queued up.
                        "options": {"expires": HITL_SWEEP_SECONDS}},
+    "checkpoints-prune": {"task": "execution.checkpoints_prune",
+                          "schedule": CHECKPOINT_PRUNE_SECONDS,
+                          "options": {"expires": CHECKPOINT_PRUNE_SECONDS}},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
                                         str(embedded.DATA_DIR / "celerybeat-schedule"))

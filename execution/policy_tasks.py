@@ -1,11 +1,12 @@
-"""The periodic deadline sweep, scheduled by Celery beat (``CELERY_BEAT_SCHEDULE``)."""
+"""The periodic sweeps, scheduled by Celery beat (``CELERY_BEAT_SCHEDULE``): deadlines,
+and the checkpoint history of ended runs."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.db import close_old_connections
 
-from execution import deadlines
+from execution import checkpoint_pruning, deadlines
 
 SWEEP_TASK = "hitl.sweep"
 
@@ -15,5 +16,18 @@ def interrupts_sweep() -> dict[str, int]:
     close_old_connections()
     try:
         return deadlines.sweep()
+    finally:
+        close_old_connections()
+
+
+PRUNE_TASK = "execution.checkpoints_prune"
+
+
+@shared_task(name=PRUNE_TASK, ignore_result=True)
+def checkpoints_prune() -> dict[str, int]:
+    """Ended runs' threads keep only their latest checkpoints (``CHECKPOINT_HISTORY``)."""
+    close_old_connections()
+    try:
+        return checkpoint_pruning.sweep()
     finally:
         close_old_connections()

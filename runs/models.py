@@ -102,9 +102,17 @@ class AgentRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Ended, and its thread's checkpoint history seen to (execution.checkpoint_pruning).
+    checkpoints_pruned = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # The prune sweep's queue: ended runs not yet seen to, oldest first.
+            models.Index(fields=["finished_at"], name="runs_checkpoints_to_prune",
+                         condition=models.Q(finished_at__isnull=False,
+                                            checkpoints_pruned=False)),
+        ]
         constraints = [
             # At most one unfinished run per thread: a thread is one line of execution.
             models.UniqueConstraint(

@@ -86,7 +86,10 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
                                                 "tests.policy_agents"]),
            "AGENT_MODEL": "",
            # Deadlines swept every 0.5 s; webhook retries after 0.2 s, 0.4 s, ….
-           "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2"}
+           "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2",
+           # Beat's checkpoint sweep every second, but only for runs ended an hour ago:
+           # those test_checkpoint_pruning backdates, never a thread a test is reading.
+           "CHECKPOINT_PRUNE_SECONDS": "1", "CHECKPOINT_PRUNE_AFTER_SECONDS": "3600"}
     worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")
     web = web_process(port, env, log_dir)
     beat = beat_process(env, log_dir)

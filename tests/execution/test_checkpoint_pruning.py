@@ -1,0 +1,114 @@
+"""An ended run's thread keeps only its latest checkpoints (execution.checkpoint_pruning),
+on the real checkpointer and database; what a later run or AG-UI connect reads stays."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from execution import checkpoint_pruning, graphs
+from runs.models import AgentRun
+from tests.helpers import answer_and_wait, start_run, wait_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANSWERS = [{"value": "Vega"}, {"value": "blue"}, {"values": ["alerts"]}, {"approved": True}]
+
+
+def _rows(thread_id: str) -> dict[str, int]:
+    with connection.cursor() as cur:
+        counts = {}
+        for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs"):
+            cur.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", [thread_id])
+            counts[table] = cur.fetchone()[0]
+    return counts
+
+
+def _state(thread_id: str) -> tuple[dict, tuple, list]:
+    snapshot = graphs.compiled("dev").get_state({"configurable": {"thread_id": thread_id}})
+    return (snapshot.values, snapshot.next,
+            [i.id for task in snapshot.tasks for i in task.interrupts])
+
+
+def _complete(client, **body) -> dict:
+    run = wait_run(client, start_run(client, **body)["id"], "paused")
+    for payload in ANSWERS:
+        run = answer_and_wait(client, run, payload)
+    assert run["status"] == "completed", run
+    return run
+
+
+def test_an_ended_runs_thread_keeps_only_its_latest_checkpoint(api, settings):
+    client = api("owner")
+    run = _complete(client, input={"topic": "prune"})
+    thread = run["thread_id"]
+    history, state = _rows(thread), _state(thread)
+    assert history["checkpoints"] > 1 and history["checkpoint_writes"] > 0
+
+    # Just ended: left for CHECKPOINT_PRUNE_AFTER_SECONDS (a live segment may still write).
+    assert checkpoint_pruning.sweep()["runs"] == 0
+    # CHECKPOINT_HISTORY=all keeps everything.
+    settings.AGENTSITE_CHECKPOINT_HISTORY = "all"
+    assert checkpoint_pruning.sweep(older_than=0)["runs"] == 0
+    assert _rows(thread) == history
+    settings.AGENTSITE_CHECKPOINT_HISTORY = "latest"
+
+    assert checkpoint_pruning.sweep(older_than=0) == {
+        "runs": 1, "threads_pruned": 1, "threads_busy": 0, "threads_kept": 0}
+    pruned = _rows(thread)
+    assert pruned["checkpoints"] == 1 and pruned["checkpoint_writes"] == 0
+    assert 0 < pruned["checkpoint_blobs"] < history["checkpoint_blobs"]
+    assert _state(thread) == state  # what connect and a later run read
+    assert AgentRun.objects.get(pk=run["id"]).checkpoints_pruned
+    assert checkpoint_pruning.sweep(older_than=0)["runs"] == 0  # seen to once
+
+    # The thread goes on from its latest checkpoint: the next run's state carries the
+    # first run's messages on.
+    _complete(client, thread_id=thread)
+    messages = _state(thread)[0]["messages"]
+    assert len(messages) > len(state[0]["messages"])
+    assert [m.id for m in messages[:len(state[0]["messages"])]] == [
+        m.id for m in state[0]["messages"]]
+
+
+def test_a_thread_whose_next_run_is_active_is_left_to_that_runs_end(api):
+    client = api("owner")
+    first = _complete(client)
+    thread = first["thread_id"]
+    second = wait_run(client, start_run(client, thread_id=thread)["id"], "paused")
+    rows, state = _rows(thread), _state(thread)
+    assert state[2], "the second run waits on a question"
+
+    assert checkpoint_pruning.sweep(older_than=0) == {
+        "runs": 1, "threads_pruned": 0, "threads_busy": 1, "threads_kept": 0}
+    assert _rows(thread) == rows  # the paused run's checkpoint and pending writes stay
+    assert AgentRun.objects.get(pk=first["id"]).checkpoints_pruned
+
+    # The paused run still resumes where it stopped; its own end prunes the thread.
+    answer_and_wait(client, second, {"value": "Vega"})
+    assert client.post(f"/api/runs/{second['id']}/cancel/").status_code == 200
+    before = _state(thread)
+    assert checkpoint_pruning.sweep(older_than=0)["threads_pruned"] == 1
+    assert _rows(thread)["checkpoints"] == 1
+    assert _state(thread) == before
+
+
+def test_beat_sends_the_sweep_and_the_worker_prunes(api):
+    """The real path: Celery beat → the worker's task, for a run ended long enough ago
+    (the suite's beat sweeps every second, for runs ended over an hour ago)."""
+    client = api("owner")
+    run = _complete(client)
+    thread, state = run["thread_id"], _state(run["thread_id"])
+    assert _rows(thread)["checkpoints"] > 1
+    AgentRun.objects.filter(pk=run["id"]).update(
+        finished_at=timezone.now() - timedelta(hours=2))
+    deadline = time.monotonic() + 15
+    while not AgentRun.objects.get(pk=run["id"]).checkpoints_pruned:
+        assert time.monotonic() < deadline, "beat's sweep did not prune the thread"
+        time.sleep(0.2)
+    assert _rows(thread)["checkpoints"] == 1
+    assert _state(thread) == state

@@ -1,8 +1,8 @@
 """Once a run has ended, its thread keeps only its latest checkpoints.
 
 LangGraph saves a checkpoint after every step (plus each task's writes and the values
-they changed), and nothing ever deleted them: about 35 KB per `dev` run here, every run
-kept forever. What anything reads later is the thread's latest checkpoint of each
+they changed), and nothing ever deleted them: about 35 KB per run on the bench
+database, kept forever. What anything reads later is the thread's latest checkpoint of each
 namespace: a new run on the thread starts from it, and AG-UI connect rebuilds the
 thread's state from it (the chat page reads the business tables). So with
 ``CHECKPOINT_HISTORY=latest`` (the default) a beat sweep hands the threads of runs that
@@ -13,10 +13,11 @@ run appending to the thread.
 
 A thread whose next run is already active is left alone: that run's own end prunes it.
 Threads that use a LangGraph ``DeltaChannel`` (rebuilt from older checkpoints) keep
-their history: ``prune`` refuses them. Either way the ended run is marked seen to
+their history, since ``prune`` refuses them, as does a thread whose prune fails for
+another reason (logged). Either way the ended run is marked seen to
 (``AgentRun.checkpoints_pruned``), so the sweep's queue only moves forward. A thread
 that a concurrent transaction changed (SerializationFailure, deadlock) is tried again
-at the next sweep.
+at the next sweep, and with Postgres unreachable the sweep stops and marks nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+import psycopg
 from django.conf import settings
 from django.utils import timezone
 from psycopg import errors as pg_errors
@@ -58,6 +60,12 @@ def sweep(*, older_than: float | None = None, batch: int = BATCH) -> dict[str, i
             kept += 1  # a DeltaChannel thread: its latest value needs its history
         except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected):
             retry.add(thread_id)  # changed meanwhile: the next sweep tries again
+        except psycopg.OperationalError:
+            raise  # Postgres unreachable: nothing is marked, the next sweep starts over
+        except Exception:  # noqa: BLE001 - one bad thread must not stall the queue
+            log.exception("checkpoints of thread %s not pruned; its history is kept",
+                          thread_id)
+            kept += 1
     done = [pk for pk, thread_id in runs if thread_id not in retry]
     AgentRun.objects.filter(pk__in=done).update(checkpoints_pruned=True)
     return {"runs": len(done), "threads_pruned": pruned, "threads_busy": len(busy),

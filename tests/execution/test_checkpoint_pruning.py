@@ -6,9 +6,11 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
+from langgraph.checkpoint.postgres import PostgresSaver
 
 from execution import checkpoint_pruning, graphs
 from runs.models import AgentRun
@@ -112,3 +114,26 @@ def test_beat_sends_the_sweep_and_the_worker_prunes(api):
         time.sleep(0.2)
     assert _rows(thread)["checkpoints"] == 1
     assert _state(thread) == state
+
+
+def test_a_failing_prune_stops_the_sweep_or_keeps_that_thread(api, monkeypatch):
+    client = api("owner")
+    run = _complete(client)
+    thread, rows = run["thread_id"], _rows(run["thread_id"])
+
+    def unreachable(self, thread_ids, *, strategy):  # noqa: ANN001, ARG001
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(PostgresSaver, "prune", unreachable)
+    with pytest.raises(psycopg.OperationalError):
+        checkpoint_pruning.sweep(older_than=0)
+    assert not AgentRun.objects.get(pk=run["id"]).checkpoints_pruned  # tried again later
+
+    def broken(self, thread_ids, *, strategy):  # noqa: ANN001, ARG001
+        raise ValueError("a thread LangGraph cannot prune")
+
+    monkeypatch.setattr(PostgresSaver, "prune", broken)
+    assert checkpoint_pruning.sweep(older_than=0) == {
+        "runs": 1, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 1}
+    assert AgentRun.objects.get(pk=run["id"]).checkpoints_pruned  # the queue moves on
+    assert _rows(thread) == rows

@@ -2,8 +2,8 @@
 
 LangGraph saves a checkpoint after every step (plus each task's writes and the values
 they changed), and nothing ever deleted them: about 35 KB per run on the bench
-database, kept forever. What anything reads later is the thread's latest checkpoint of each
-namespace: a new run on the thread starts from it, and AG-UI connect rebuilds the
+database, kept forever. What anything reads later is the thread's latest checkpoint of
+each namespace: a new run on the thread starts from it, and AG-UI connect rebuilds the
 thread's state from it (the chat page reads the business tables). So with
 ``CHECKPOINT_HISTORY=latest`` (the default) a beat sweep hands the threads of runs that
 ended at least ``CHECKPOINT_PRUNE_AFTER_SECONDS`` ago to PostgresSaver's own
@@ -67,6 +67,7 @@ def sweep(*, older_than: float | None = None, batch: int = BATCH) -> dict[str, i
                           thread_id)
             kept += 1
     done = [pk for pk, thread_id in runs if thread_id not in retry]
+    # No lock: a flag only this sweep sets, on rows nothing else changes once ended.
     AgentRun.objects.filter(pk__in=done).update(checkpoints_pruned=True)
     return {"runs": len(done), "threads_pruned": pruned, "threads_busy": len(busy),
             "threads_kept": kept}

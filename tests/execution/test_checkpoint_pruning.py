@@ -14,6 +14,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 
 from execution import checkpoint_pruning, graphs
 from runs.models import AgentRun
+from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
+from tests.agui_rules import validate_events
 from tests.helpers import answer_and_wait, start_run, wait_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,3 +139,33 @@ def test_a_failing_prune_stops_the_sweep_or_keeps_that_thread(api, monkeypatch):
         "runs": 1, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 1}
     assert AgentRun.objects.get(pk=run["id"]).checkpoints_pruned  # the queue moves on
     assert _rows(thread) == rows
+
+
+def test_agui_connect_rebuilds_a_pruned_thread(api):
+    """What a client that comes back sees of a finished AG-UI thread is the same after
+    its history was pruned (owner and reviewer; the outsider still gets a 404)."""
+    client = api("owner")
+    body = run_input(forwardedProps={"input": {"topic": "pruned"}})
+    thread = body["threadId"]
+    run = run_segment(client, "dev", body)
+    for payload in ANSWERS:
+        run = run_segment(client, "dev", resume(thread, interrupts(run)[0]["id"], payload))
+    assert run[-1]["outcome"]["type"] == "success"
+
+    def rebuilt(who: str) -> list[dict]:
+        (events,) = validate_events(post_events(api(who), "/agui/dev/connect/",
+                                                {"threadId": thread, "runId": "r-1"}))
+        return [{k: v for k, v in e.items() if k != "timestamp"} for e in events]
+
+    before = {who: rebuilt(who) for who in ("owner", "reviewer")}
+    graph_thread = AgentRun.objects.get().thread_id  # the client's id, mapped per user
+    assert _rows(graph_thread)["checkpoints"] > 1
+    assert checkpoint_pruning.sweep(older_than=0)["threads_pruned"] == 1
+    assert _rows(graph_thread)["checkpoints"] == 1
+    for who in ("owner", "reviewer"):
+        after = rebuilt(who)
+        assert after == before[who]
+        assert after[2]["snapshot"]["topic"] == "pruned"
+        assert after[2]["snapshot"]["name"] == "Vega"
+    r = api("outsider").post("/agui/dev/connect/", json={"threadId": thread})
+    assert r.status_code == 404

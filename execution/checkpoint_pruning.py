@@ -36,17 +36,20 @@ from runs.models import AgentRun
 log = logging.getLogger(__name__)
 
 BATCH = 200  # runs per sweep; a backlog (after an upgrade) drains over several sweeps
+_NOTHING = {"runs": 0, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 0}
 
 
 def sweep(*, older_than: float | None = None, batch: int = BATCH) -> dict[str, int]:
     """Prune the checkpoints of threads whose run ended; returns counts for the log."""
     if settings.AGENTSITE_CHECKPOINT_HISTORY == "all":
-        return {"runs": 0, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 0}
+        return dict(_NOTHING)
     wait = settings.CHECKPOINT_PRUNE_AFTER_SECONDS if older_than is None else older_than
     runs = list(AgentRun.objects.filter(
         finished_at__isnull=False, checkpoints_pruned=False,
         finished_at__lte=timezone.now() - timedelta(seconds=wait),
     ).order_by("finished_at").values_list("pk", "thread_id")[:batch])
+    if not runs:
+        return dict(_NOTHING)
     threads = {thread_id for _pk, thread_id in runs}
     busy = set(AgentRun.objects.filter(thread_id__in=threads, status__in=AgentRun.ACTIVE)
                .values_list("thread_id", flat=True))

@@ -64,7 +64,6 @@ def test_an_end_in_a_rolled_back_savepoint_is_undone():
     assert counter_ttl(run_id) == -1
 
 
-
 def test_the_command_expires_the_counters_of_runs_ended_before_upgrading(users):
     """Counters kept by an older version: only those of runs this database knows ended."""
     conversation = Conversation.objects.create(owner=users["owner"], agent="dev")

@@ -13,7 +13,8 @@ _PREFIX = counter_key(run_channel(""))  # "event_counter:run-"
 
 class Command(BaseCommand):
     help = ("Let the event counters of ended runs expire with their events, as runs that "
-            "end now do (counters of runs ended before upgrading were kept forever).")
+            "end now do: those kept by an older version, or of a run that ended while "
+            "Redis was unreachable.")
 
     def handle(self, *args, **options) -> None:
         r = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION)

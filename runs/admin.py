@@ -60,6 +60,8 @@ class AgentRunAdmin(ReadOnlyAdmin):
     list_display = ["id", "agent", "agent_version", "owner", "status", "segments", "created_at"]
     list_filter = ["status", "agent"]
     search_fields = ["id", "thread_id", "owner__username"]
+    # The checkpoint sweep's bookkeeping, not something a reviewer acts on.
+    exclude = ["checkpoints_pruned"]
     list_select_related = ["owner"]
     inlines = [AuditInline]
     change_form_template = "admin/runs/agentrun/change_form.html"

@@ -17,13 +17,50 @@ from agentsite.processes import ROOT, Process, free_port, healthy, web_process, 
 
 logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per request in the output
 
-__all__ = ["ROOT", "Stack", "free_port", "load", "percentile", "report", "wait_healthy"]
+__all__ = ["ROOT", "Stack", "free_port", "load", "percentile", "report", "server_cpu_seconds",
+           "servers_per_run", "wait_healthy"]
 
 
 def load() -> str:
     """The machine's load averages (1, 5, 15 min) and CPU count, for every printed number."""
     one, five, fifteen = os.getloadavg()
     return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def server_cpu_seconds() -> dict[str, float]:
+    """CPU time so far of this machine's Postgres and Redis servers: every process named
+    ``postgres`` / ``redis-server``, plus the reaped children of each server's parent
+    process (backends that ended), so a delta covers connections opened and closed. Servers
+    on another machine count 0; anything else using this machine's servers counts too."""
+    tick = os.sysconf("SC_CLK_TCK")
+    names = {"postgres": "postgres", "redis-server": "redis"}
+    total = dict.fromkeys(names.values(), 0.0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name = (entry / "comm").read_text().strip()
+            if name not in names:
+                continue
+            fields = _stat(int(entry.name))
+            parent = (Path("/proc") / fields[1] / "comm").read_text().strip()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ticks = int(fields[11]) + int(fields[12])
+        if parent != name:  # the server's main process: its ended children count too
+            ticks += int(fields[13]) + int(fields[14])
+        total[names[name]] += ticks / tick
+    return total
+
+
+def servers_per_run(before: dict[str, float], runs: int) -> str:
+    after = server_cpu_seconds()
+    return ", ".join(f"{name} {(after[name] - before[name]) / runs * 1000:.1f} ms"
+                     for name in before)
 
 
 class Stack:

@@ -7,8 +7,9 @@ the start's and the decision's transaction, ``lifecycle.run_claim_inline``), but
 segment runs right here instead of in a thread after the commit. Events are published to
 Redis as usual, and the database connection goes back to the pool after each step, as
 the web process gives it back after each request and segment. Prints wall and CPU time
-per cycle: what our own code and LangGraph cost, without the transport. ``--profile
-FILE`` writes a cProfile of the measured cycles.
+per cycle, what our own code and LangGraph cost without the transport, and the CPU time
+the Postgres and Redis servers spent on them. ``--profile FILE`` writes a cProfile of
+the measured cycles.
 
 Usage: python bench/inprocess.py [--cycles 40] [--warmup 5] [--profile FILE]
 """
@@ -32,7 +33,7 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench._services import load  # noqa: E402
+from bench._services import load, server_cpu_seconds, servers_per_run  # noqa: E402
 from execution import executor, lifecycle  # noqa: E402
 from hitl.models import AgentInterrupt  # noqa: E402
 from hitl.services import Answer, interrupts_decide  # noqa: E402
@@ -83,6 +84,7 @@ def main() -> None:
             cycle()
         before = load()
         profile = cProfile.Profile() if args.profile else None
+        servers = server_cpu_seconds()
         wall, cpu = time.perf_counter(), time.process_time()
         if profile:
             profile.enable()
@@ -91,6 +93,7 @@ def main() -> None:
         if profile:
             profile.disable()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        servers = servers_per_run(servers, args.cycles)
     finally:
         services.run_inline_claim_set(None)
     if profile:
@@ -99,7 +102,7 @@ def main() -> None:
           f"{before} before, {load()} after")
     print(f"{args.cycles} cycles: wall {wall / args.cycles * 1000:.1f} ms, "
           f"CPU {cpu / args.cycles * 1000:.1f} ms per cycle"
-          + (" (under cProfile)" if profile else ""))
+          + (" (under cProfile)" if profile else "") + f"; per cycle, {servers}")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,15 @@ Stacks as ``make run`` starts them: one web process (uvicorn) and Celery worker
 processes (threads pool): 1 worker with 8 slots (the ``make run`` default), 2 workers
 with 8 slots each, and 1 worker with 2 slots (``WORKER_CONCURRENCY=2``), on the
 configured Postgres and Redis. The clients run in this process (asyncio + httpx) and
-share the machine's CPUs with the product: the load is printed with every number.
+share the machine's CPUs with the product: the load is printed with every number, and
+the CPU time per run of the product, the clients, Postgres and Redis.
 
-Usage: python bench/throughput.py [--clients 20] [--seconds 30] [--configs 1x8,2x8,1x2]
+The ceiling of this machine: ``floorN`` runs the same graph with LangGraph + PostgresSaver
+alone (no HTTP, no business rows, no events; bench/agui_peer.py's floor) in N processes,
+each doing full runs back to back, and prints its runs/s and CPU per run the same way.
+
+Usage: python bench/throughput.py [--clients 20] [--seconds 30]
+                                  [--configs 1x8,2x8,1x2,peer,floor2,floor4]
 """
 
 from __future__ import annotations
@@ -37,7 +43,13 @@ from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite import timing  # noqa: E402
 from bench import _timing  # noqa: E402
-from bench._services import Stack, load, percentile  # noqa: E402
+from bench._services import (  # noqa: E402
+    Stack,
+    load,
+    percentile,
+    server_cpu_seconds,
+    servers_per_run,
+)
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
@@ -113,6 +125,44 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def _floor_process(deadline: float, out) -> None:  # noqa: ANN001
+    from agents import dev
+    from bench._services import stock_checkpointer
+    from bench.agui_peer import floor_run
+
+    graph = dev.build().compile(checkpointer=stock_checkpointer())
+    floor_run(graph)  # warm: the first run compiles and connects
+    cpu0, done = time.process_time(), []
+    while time.monotonic() < deadline:
+        took = floor_run(graph)
+        done.append((time.monotonic(), took))
+    out.put((done, time.process_time() - cpu0))
+
+
+def drive_floor(args: argparse.Namespace, processes: int) -> tuple:
+    """LangGraph + PostgresSaver alone in N processes, full runs back to back."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    start = time.monotonic()
+    measure_from, measure_to = start + args.warmup, start + args.warmup + args.seconds
+    before, servers0 = load(), server_cpu_seconds()
+    procs = [ctx.Process(target=_floor_process, args=(measure_to, out))
+             for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    results = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    done = [item for items, _cpu in results for item in items]
+    runs = max(len(done), 1)
+    inside = [took for at, took in done if measure_from <= at <= measure_to]
+    cpu = sum(cpu for _items, cpu in results)
+    return (len(inside) / args.seconds, inside or [float("nan")], before, load(), cpu, runs,
+            servers_per_run(servers0, runs))
+
+
 def drive_peer(args: argparse.Namespace) -> tuple:
     """The same drive against ag-ui-langgraph's endpoint, tuned as in bench/agui_peer.py
     (one process, the graph run inside the request, on the same database)."""
@@ -122,12 +172,13 @@ def drive_peer(args: argparse.Namespace) -> tuple:
 
     proc, url = start_peer(tuned=True)
     try:
-        before = load()
+        before, servers0, bench0 = load(), server_cpu_seconds(), time.process_time()
         cpu0 = cpu_seconds([proc.pid])
         count, seconds, took, runs = asyncio.run(drive(
             url, "", args.clients, args.seconds, args.warmup, path="/dev/", first=PEER_FIRST))
-        cpu = cpu_seconds([proc.pid]) - cpu0
-        return count / seconds, took or [float("nan")], before, load(), cpu, max(runs, 1)
+        cpu, runs = cpu_seconds([proc.pid]) - cpu0, max(runs, 1)
+        return (count / seconds, took or [float("nan")], before, load(), cpu, runs,
+                servers_per_run(servers0, runs), (time.process_time() - bench0) / runs)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(30)
@@ -138,9 +189,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=10)
-    parser.add_argument("--configs", default="1x8,2x8,1x2,peer",
+    parser.add_argument("--configs", default="1x8,2x8,1x2,peer,floor2,floor4",
                         help="worker processes x slots each, to try in turn (1x8 = make run); "
-                             "peer: ag-ui-langgraph's endpoint, tuned (bench/agui_peer.py)")
+                             "peer: ag-ui-langgraph's endpoint, tuned (bench/agui_peer.py); "
+                             "floorN: LangGraph + PostgresSaver alone in N processes")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -150,15 +202,19 @@ def main() -> None:
 
     rows = []
     peer = None
+    floors = []
     for config in args.configs.split(","):
         if config == "peer":
             peer = drive_peer(args)
+            continue
+        if config.startswith("floor"):
+            floors.append((int(config[5:]), drive_floor(args, int(config[5:]))))
             continue
         workers, slots = (int(n) for n in config.split("x"))
         with Stack(f"agentsite-bench-{os.getpid()}-{config}", workers=workers,
                    concurrency=slots) as stack:
             timing.configure(str(stack.timing_log))
-            before = load()
+            before, servers0 = load(), server_cpu_seconds()
             pids = [proc.proc.pid for proc in stack.procs]
             web_pid = stack.procs[-1].proc.pid
             cpu0, web0, bench0 = cpu_seconds(pids), cpu_seconds([web_pid]), time.process_time()
@@ -167,34 +223,43 @@ def main() -> None:
             # CPU per run over the whole drive (warm-up and tail included): product, clients.
             cpu = (cpu_seconds(pids) - cpu0, cpu_seconds([web_pid]) - web0,
                    time.process_time() - bench0)
+            servers = servers_per_run(servers0, max(runs, 1))
             after = load()
             timing.configure("")
             rows.append((workers, stack.concurrency, count / seconds, took, before, after,
-                         stack.timing_log, cpu, runs))
+                         stack.timing_log, cpu, runs, servers))
     print(f"\n{args.clients} concurrent clients, full dev runs over /agui/dev/ "
           f"(start + 4 resumes), {args.seconds:.0f} s window after {args.warmup:.0f} s warm-up")
     print(f"{'worker processes':<18}{'slots each':>11}{'runs/s':>9}{'run p50':>10}"
           f"{'run p99':>10}   load")
-    for workers, slots, rate, took, before, after, _log, _cpu, _runs in rows:
+    for workers, slots, rate, took, before, after, _log, _cpu, _runs, _servers in rows:
         took = took or [float("nan")]
         print(f"{workers:<18}{slots:>11}{rate:>9.1f}{percentile(took, 50) * 1000:>8.0f}ms"
               f"{percentile(took, 99) * 1000:>8.0f}ms   {before} before, {after} after")
     print("CPU time per full run (all runs of the drive, warm-up included):")
-    for workers, slots, _rate, _took, _b, _a, _log, (product, web, clients), runs in rows:
+    for workers, slots, _rate, _took, _b, _a, _log, cpu, runs, servers in rows:
+        product, web, clients = cpu
         print(f"  {workers} worker(s) x {slots} slots: web + workers "
               f"{product / runs * 1000:.0f} ms "
-              f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms "
-              f"({os.cpu_count()} CPUs give at most {os.cpu_count() / (product / runs):.0f} "
-              "runs/s to the product alone)")
+              f"(web {web / runs * 1000:.0f}), bench clients {clients / runs * 1000:.0f} ms, "
+              f"{servers} ({os.cpu_count()} CPUs give at most "
+              f"{os.cpu_count() / (product / runs):.0f} runs/s to the product alone)")
     if peer is not None:
-        rate, took, before, after, cpu, runs = peer
+        rate, took, before, after, cpu, runs, servers, clients = peer
         print(f"peer, tuned (one uvicorn process, the graph in it): {rate:.1f} runs/s, "
               f"run p50 {percentile(took, 50) * 1000:.0f}ms p99 "
-              f"{percentile(took, 99) * 1000:.0f}ms, CPU per run {cpu / runs * 1000:.0f} ms; "
+              f"{percentile(took, 99) * 1000:.0f}ms, CPU per run {cpu / runs * 1000:.0f} ms, "
+              f"bench clients {clients * 1000:.0f} ms, {servers}; "
               f"{before} before, {after} after")
+    for processes, (rate, took, before, after, cpu, runs, servers) in floors:
+        print(f"floor, {processes} processes (LangGraph + PostgresSaver alone, no HTTP): "
+              f"{rate:.1f} runs/s, run p50 {percentile(took, 50) * 1000:.0f}ms p99 "
+              f"{percentile(took, 99) * 1000:.0f}ms, CPU per run {cpu / runs * 1000:.0f} ms, "
+              f"{servers}; {before} before, {after} after")
     print("target: >= 40 runs/s with 20 clients, one web + one worker process")
-    _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, "
-                            f"{args.clients} clients")
+    if rows:
+        _timing.print_breakdown(rows[0][6], f"{rows[0][0]} worker x {rows[0][1]} slots, "
+                                f"{args.clients} clients")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
+from bench._database import fresh_database  # noqa: E402
+
+fresh_database()
+
 import django  # noqa: E402
 
 django.setup()

@@ -1,0 +1,49 @@
+"""Every bench on a database of its own, made anew, so a sitting does not depend on what
+earlier sittings left behind.
+
+The shared database grows with every sitting: the benches' stacks run no beat, so no
+checkpoint is pruned, and the floors and peers write their own. On 1 December, with
+over 500,000 checkpoint rows left by earlier benches, three alternating pairs of
+``bench/inprocess.py`` took 59.1 / 73.4 / 60.2 ms per cycle there against 57.3 / 64.0 /
+52.6 on a fresh database (Postgres 15.7–20.7 ms of CPU per cycle against 14.2–16.7), and
+a sitting started while autovacuum was still catching up on a throughput bench's rows
+was slower for every variant, ours, the peer and the floor alike.
+
+So each bench drops and creates ``BENCH_DATABASE`` (``agentsite_bench``) on the
+configured Postgres server, or the embedded one, before Django starts, and every process
+it starts inherits it. Run one bench at a time. The server's user needs CREATEDB and the
+``postgres`` maintenance database must exist (both true of the embedded one).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+import psycopg
+from psycopg import sql
+
+from agentsite import embedded
+
+_MADE = "AGENTSITE_BENCH_DATABASE_MADE"  # set for the processes a bench starts
+
+
+def fresh_database() -> str:
+    """Point DATABASE_URL at a new, empty bench database; return its name."""
+    name = os.environ.get("BENCH_DATABASE", "agentsite_bench")
+    if os.environ.get(_MADE) == name:  # a server this bench started: use the bench's one
+        return name
+    url = os.environ.get("DATABASE_URL")
+    if not url:  # the embedded default, as the settings would start it
+        url = embedded.ensure_postgres()
+        if not os.environ.get("REDIS_URL"):
+            os.environ["REDIS_URL"] = embedded.ensure_redis()
+            os.environ["AGENTSITE_EMBEDDED"] = "1"
+    parsed = urlparse(url)
+    with psycopg.connect(parsed._replace(path="/postgres").geturl(), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    os.environ["DATABASE_URL"] = parsed._replace(path=f"/{name}").geturl()
+    os.environ[_MADE] = name
+    return name

@@ -47,3 +47,20 @@ def fresh_database() -> str:
     os.environ["DATABASE_URL"] = parsed._replace(path=f"/{name}").geturl()
     os.environ[_MADE] = name
     return name
+
+
+_RUN_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "runs_agentrun",
+               "runs_auditlog", "runs_conversation", "runs_message", "hitl_agentinterrupt",
+               "hitl_interruptvote", "hitl_webhookdelivery", "agentsite_idempotencykey")
+
+
+def empty_run_tables() -> None:
+    """Empty the bench database's runs and checkpoints (users and tokens stay), for a bench
+    whose variants cannot be interleaved: each then starts from the same state instead of
+    the rows the variants before it wrote. Only between variants: nothing may be running."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE {} CASCADE".format(
+            ", ".join(connection.ops.quote_name(table) for table in _RUN_TABLES)))
+    connection.close()

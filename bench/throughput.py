@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
-from bench._database import fresh_database  # noqa: E402
+from bench._database import empty_run_tables, fresh_database  # noqa: E402
 
 fresh_database()
 
@@ -208,6 +208,7 @@ def main() -> None:
     peer = None
     floors = []
     for config in args.configs.split(","):
+        empty_run_tables()  # each configuration from the same state (they run one by one)
         if config == "peer":
             peer = drive_peer(args)
             continue

@@ -6,8 +6,9 @@ checkpoint is pruned, and the floors and peers write their own. On 1 December, w
 over 500,000 checkpoint rows left by earlier benches, three alternating pairs of
 ``bench/inprocess.py`` took 59.1 / 73.4 / 60.2 ms per cycle there against 57.3 / 64.0 /
 52.6 on a fresh database (Postgres 15.7–20.7 ms of CPU per cycle against 14.2–16.7), and
-a sitting started while autovacuum was still catching up on a throughput bench's rows
-was slower for every variant, ours, the peer and the floor alike.
+``bench/agui_peer.py`` on it was slower for every variant (p50: ours 115–118 ms, the tuned
+peer 67–70, the floor 35) than on nearly empty databases the same morning (87–98, 53–62,
+24–28; those sittings were not interleaved).
 
 So each bench drops and creates ``BENCH_DATABASE`` (``agentsite_bench``) on the
 configured Postgres server, or the embedded one, before Django starts, and every process

@@ -61,8 +61,9 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     if segment.takeover:
         out.send(recovery.reopen(segment.run_id, thread_id=segment.thread_id))
     else:
-        # Goes out with the first step's events (one round trip less).
-        out.hold([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
+        # At once, not with the first step's events: those come after LangGraph has read
+        # the checkpoint and planned the step, and a held RUN_STARTED waited for them.
+        out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
     cancelled: HitlCancelled | None = None
     stopped = False
     ours = _Ownership(segment, lost)

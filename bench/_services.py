@@ -17,8 +17,8 @@ from agentsite.processes import ROOT, Process, free_port, healthy, web_process, 
 
 logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per request in the output
 
-__all__ = ["ROOT", "Stack", "free_port", "load", "percentile", "report", "server_cpu_seconds",
-           "servers_per_run", "wait_healthy"]
+__all__ = ["ROOT", "Stack", "free_port", "load", "percentile", "proc_stat", "report",
+           "server_cpu_seconds", "servers_per_run", "wait_healthy"]
 
 
 def load() -> str:
@@ -27,7 +27,8 @@ def load() -> str:
     return f"load {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
-def _stat(pid: int) -> list[str]:
+def proc_stat(pid: int) -> list[str]:
+    """A process's /proc stat fields after its name (utime and stime at 11 and 12)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
@@ -46,7 +47,7 @@ def server_cpu_seconds() -> dict[str, float]:
             name = (entry / "comm").read_text().strip()
             if name not in names:
                 continue
-            fields = _stat(int(entry.name))
+            fields = proc_stat(int(entry.name))
             parent = (Path("/proc") / fields[1] / "comm").read_text().strip()
         except (FileNotFoundError, ProcessLookupError):
             continue

@@ -51,6 +51,7 @@ from bench._services import (  # noqa: E402
     Stack,
     load,
     percentile,
+    proc_stat,
     server_cpu_seconds,
     servers_per_run,
 )
@@ -124,7 +125,7 @@ def cpu_seconds(pids: list[int]) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = proc_stat(pid)
         total += (int(fields[11]) + int(fields[12])) / tick
     return total
 

@@ -107,8 +107,7 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
         return
     # The closing events go out with the segment's end, on its commit (or now, below,
     # when the end was not ours to write).
-    out.hold(mapper.close_all())
-    closing = out.take()
+    closing = mapper.close_all()
     if cancelled is not None:
         if lifecycle.run_finish(segment=segment, status="cancelled", result=None,
                                 text=mapper.text, state={}, reason=str(cancelled),
@@ -212,18 +211,8 @@ class _Publisher:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.failed = False
-        self.held: list[Any] = []
-
-    def hold(self, events: list[Any]) -> None:
-        """Send these with the next batch (or when ``take`` hands them to the end)."""
-        self.held.extend(events)
-
-    def take(self) -> list[Any]:
-        held, self.held = self.held, []
-        return held
 
     def send(self, events: list[Any]) -> None:
-        events = [*self.take(), *events]
         if not events:
             return
         try:

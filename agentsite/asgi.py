@@ -10,13 +10,6 @@ from agentsite.asgi_handler import SyncChainASGIHandler  # noqa: E402
 
 application = SyncChainASGIHandler()
 
-# This process runs segments itself when it has a free slot (execution/inline.py).
-from django.conf import settings  # noqa: E402
-
-from execution import inline  # noqa: E402
-
-inline.install(settings.AGENTSITE_INLINE_SEGMENTS)
-
 # Static files are answered before Django (agentsite/static_files.py).
 from agentsite.static_files import with_static_files  # noqa: E402
 

@@ -202,9 +202,6 @@ CELERY_TASK_ALWAYS_EAGER = False
 # lost it) is sent again. The reaper looks every SWEEP_SECONDS. Duplicate sends are
 # harmless: a claim takes a segment once.
 AGENTSITE_LEASE_SECONDS = env_seconds("LEASE_SECONDS", 30.0)
-# Segments the web process runs itself, right after the commit that resumes them, when
-# it has a free slot (execution.inline); the rest go to the Celery worker. 0: all do.
-AGENTSITE_INLINE_SEGMENTS = env_int("INLINE_SEGMENTS", 2)
 # How often a running segment looks whether its run was cancelled (before a graph step).
 AGENTSITE_CANCEL_CHECK_SECONDS = env_seconds("CANCEL_CHECK_SECONDS", 0.2)
 AGENTSITE_REQUEUE_AFTER_SECONDS = env_seconds("REQUEUE_AFTER_SECONDS", 30.0)

@@ -23,9 +23,7 @@ PHASES = [
     ("HTTP in (client → our ASGI app)", "client_send", "http_in"),
     ("service + transaction (to commit)", "http_in", "enqueue"),
     ("  of which Django until the AG-UI view", "http_in", "view_in"),
-    # An inline segment (run by the web process, execution.inline) is claimed in the
-    # service's transaction: "enqueue" is its commit, "task_start" its thread starting.
-    ("commit → task picked up (broker or inline)", "enqueue", "task_start"),
+    ("commit → task picked up by the worker", "enqueue", "task_start"),
     ("  of which send_task call", "enqueue", "enqueued"),
     ("  of which until the worker has it", "enqueue", "received"),
     ("claim", "task_start", "claimed"),

@@ -4,13 +4,9 @@ and vs. the graph alone, every variant interleaved run by run.
 One full run = start + one resume per interrupt (4) until RUN_FINISHED(success), each
 an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
 - ours: POST /agui/dev/ on uvicorn → services (business rows, audit, locks) → the
-  segment runs on PostgresSaver in the web process (an inline slot, claimed in the
-  decision's transaction) or a Celery worker → events via Redis → relayed to the client
-  (``make run`` defaults: one web process with 2 inline slots, one threads-pool worker
-  with 8 slots; ``INLINE_SEGMENTS=0`` in the environment sends every segment to the
-  worker).
-- ours, broker only: the same with ``INLINE_SEGMENTS=0`` (every segment through Celery),
-  in a second web + worker pair, to show what the inline slots change.
+  segment is sent through the Celery broker and runs on PostgresSaver in a worker →
+  events via Redis → relayed to the client (``make run`` defaults: one web process,
+  one threads-pool worker with 8 slots).
 - peer, stock: ag-ui-langgraph's FastAPI endpoint (``add_langgraph_fastapi_endpoint``)
   serving the same graph (``agents.dev.build()``) on LangGraph's AsyncPostgresSaver, in
   its own uvicorn process, on the same database. Needs the bench extra (``make bench``).
@@ -150,8 +146,6 @@ def serve_peer(port: int) -> None:
 
 
 OURS = "agentsite /agui/dev/"
-# The same product with every segment sent to the Celery worker (no inline slot).
-BROKER = "agentsite, INLINE_SEGMENTS=0"
 STOCK = "peer, stock (ag-ui-langgraph)"
 TUNED = "peer, tuned (schema cached, no RAW)"
 FLOOR = "floor: LangGraph+PostgresSaver"
@@ -246,24 +240,18 @@ def main() -> None:
 
     floor_graph = dev.build().compile(checkpointer=stock_checkpointer())
     peers = {STOCK: start_peer(tuned=False), TUNED: start_peer(tuned=True)}
-    samples: dict[str, list[float]] = {name: [] for name in [OURS, BROKER, TUNED, STOCK, FLOOR]}
+    samples: dict[str, list[float]] = {name: [] for name in [OURS, TUNED, STOCK, FLOOR]}
     auth = {"Authorization": f"Token {token.key}"}
     try:
         with Stack(f"agentsite-bench-{os.getpid()}") as stack, \
-                Stack(f"agentsite-bench-broker-{os.getpid()}",
-                      env={"INLINE_SEGMENTS": "0"}) as broker, \
                 httpx.Client(timeout=30) as peer_client, \
-                httpx.Client(base_url=stack.base_url, timeout=30, headers=auth) as ours_client, \
-                httpx.Client(base_url=broker.base_url, timeout=30,
-                             headers=auth) as broker_client:
+                httpx.Client(base_url=stack.base_url, timeout=30, headers=auth) as ours_client:
             ours_first = {"forwardedProps": {"input": {"topic": "bench"}}}
             peer_first = {"state": {"topic": "bench", "trace": []}}
 
             def one(name: str) -> float:
                 if name == OURS:
                     return full_run(ours_client, "/agui/dev/", ours_first, ours=True)
-                if name == BROKER:
-                    return full_run(broker_client, "/agui/dev/", ours_first)
                 if name == FLOOR:
                     return floor_run(floor_graph)
                 return full_run(peer_client, f"{peers[name][1]}/dev/", peer_first)
@@ -292,7 +280,7 @@ def main() -> None:
     print(f"interleaved, {args.runs} rounds; {before} before, {after} after")
     results = {name: report(name, values, width=36) for name, values in samples.items()}
     o50, o99 = results[OURS]
-    for name in (BROKER, TUNED, STOCK, FLOOR):
+    for name in (TUNED, STOCK, FLOOR):
         e50, e99 = results[name]
         print(f"ratio agentsite / {name:<31} p50={o50 / e50:6.2f} x   p99={o99 / e99:6.2f} x")
     t50, t99 = results[TUNED]

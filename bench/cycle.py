@@ -1,7 +1,7 @@
 """Full HITL cycle latency: through the product vs. the same graph run directly.
 
-Product: POST /api/runs/ → the web process (an inline slot) or the worker runs to the
-first interrupt → answer over REST →
+Product: POST /api/runs/ → the Celery worker runs the graph to the first interrupt →
+answer over REST →
 … (4 interrupts of the ``dev`` agent) → completed. Completion of each segment is
 observed on the run's AG-UI event channel (Redis pub/sub), not by polling.
 Direct: the same compiled graph with LangGraph + PostgresSaver in this process,

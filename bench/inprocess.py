@@ -1,10 +1,12 @@
 """Full `dev` cycles in this process: the services and the executor alone, no HTTP, no
 broker, no other thread competing for the GIL.
 
-Each cycle: ``run_start`` + the executor's segment, then 4 × (``interrupts_decide`` + the
-executor's segment), as ``/agui/dev/`` does them with an inline slot (the claim is made in
-the start's and the decision's transaction, ``lifecycle.run_claim_inline``), but the
-segment runs right here instead of in a thread after the commit. Events are published to
+Each cycle: ``run_start`` + the worker's claim and segment, then 4 × (``interrupts_decide``
++ the claim and segment), as ``/agui/dev/`` and a Celery worker do them, but the segment
+runs right here, claimed with the worker's own ``lifecycle.run_claim``, instead of in a
+worker after a broker hop (the tasks the services send go to a queue of this bench's own
+that nobody reads, purged at the end). This is a bench of the floor, not the product: the
+product runs graphs only in Celery workers. Events are published to
 Redis as usual, and the database connection goes back to the pool after each step, as
 the web process gives it back after each request and segment. Prints wall and CPU time
 per cycle, what our own code and LangGraph cost without the transport, and the CPU time
@@ -25,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+# The tasks the services send after each commit: to a queue no worker reads.
+os.environ["CELERY_QUEUE"] = f"agentsite-bench-inprocess-{os.getpid()}"
 
 from bench._database import fresh_database  # noqa: E402
 
@@ -37,6 +41,7 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from agentsite.celery import app as celery_app  # noqa: E402
 from bench._services import load, server_cpu_seconds, servers_per_run  # noqa: E402
 from execution import executor, lifecycle  # noqa: E402
 from hitl.models import AgentInterrupt  # noqa: E402
@@ -56,33 +61,29 @@ def main() -> None:
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    claimed: list[lifecycle.Segment] = []
 
-    def claim(run, audits, answered) -> bool:  # noqa: ANN001
-        segment = lifecycle.run_claim_inline(run=run, worker="bench", audits=audits,
-                                             answered=answered)
-        if segment is not None:
-            claimed.append(segment)
-        return segment is not None
+    def segment(run_id: str) -> None:
+        # As the worker's task: claim the segment (its own transaction), then run it.
+        claimed = lifecycle.run_claim(run_id=run_id, worker="bench")
+        assert claimed is not None
+        executor.execute(claimed)
+        release_db_connections()
 
     def cycle() -> None:
         run = services.run_start(owner=user, agent="dev", input={"topic": "bench"},
                                  surface="agui")
         release_db_connections()  # back to the pool after each step, as the web process
-        executor.execute(claimed.pop())
-        release_db_connections()
+        segment(str(run.id))
         for payload in ANSWERS:
             pending = (AgentInterrupt.objects.filter(run=run, status="pending")
                        .values_list("interrupt_id", flat=True).get())
             interrupts_decide(actor=user, run_id=run.id, surface="agui", answers=[
                 Answer(interrupt_id=pending, status="resolved", payload=payload)])
             release_db_connections()
-            executor.execute(claimed.pop())
-            release_db_connections()
+            segment(str(run.id))
         run.refresh_from_db()
         assert run.status == "completed", run.status
 
-    services.run_inline_claim_set(claim)
     try:
         for _ in range(args.warmup):
             cycle()
@@ -99,7 +100,7 @@ def main() -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         servers = servers_per_run(servers, args.cycles)
     finally:
-        services.run_inline_claim_set(None)
+        celery_app.control.purge()  # the tasks sent to this bench's own queue
     if profile:
         profile.dump_stats(args.profile)
     print(f"dev cycles in one process (services + executor, no HTTP, no broker); "

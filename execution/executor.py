@@ -19,7 +19,7 @@ from langgraph.types import Command
 from agentsite import timing
 from agui.events import json_state, run_finished_cancelled, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import graph_threads, graphs, lifecycle, recovery
+from execution import graphs, lifecycle, recovery
 from execution.lifecycle import PendingInterrupt, Segment
 from hitl.kinds import HitlCancelled
 from runs import registry
@@ -69,25 +69,23 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     ours = _Ownership(segment, lost)
     end = _End()
     try:
-        # LangGraph's background threads from this process's pool (execution.graph_threads).
-        with graph_threads.shared():
-            for mode, part in graph.stream(graph_input, config,
-                                           stream_mode=["tasks", messages_mode, "values"],
-                                           durability=settings.AGENTSITE_GRAPH_DURABILITY):
-                if mode == "values":
-                    end.on_values(part)
-                    continue
-                if mode == "tasks":
-                    if "input" in part and not ours.still():
-                        raise SegmentLost()  # before the step starts: it runs nothing
-                    events = mapper.on_task(part)
-                elif mode == "updates":
-                    events = mapper.on_update(part)
-                else:
-                    message, _meta = part
-                    events = mapper.on_message(message)
-                if events:
-                    out.send(events)
+        for mode, part in graph.stream(graph_input, config,
+                                       stream_mode=["tasks", messages_mode, "values"],
+                                       durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            if mode == "values":
+                end.on_values(part)
+                continue
+            if mode == "tasks":
+                if "input" in part and not ours.still():
+                    raise SegmentLost()  # before the step starts: it runs nothing
+                events = mapper.on_task(part)
+            elif mode == "updates":
+                events = mapper.on_update(part)
+            else:
+                message, _meta = part
+                events = mapper.on_message(message)
+            if events:
+                out.send(events)
     except HitlCancelled as exc:
         cancelled = exc
     except SegmentLost:

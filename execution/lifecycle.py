@@ -98,25 +98,9 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
         return _claim_locked(run, first=expected == 0, fresh=fresh, worker=worker, now=now)
 
 
-def run_claim_inline(*, run: AgentRun, worker: str, audits: Sequence[AuditLog] = (),
-                     answered: Sequence[AgentInterrupt] | None = None) -> Segment | None:
-    """Claim the next segment of a run the caller has locked and just made owed work
-    (queued / resuming, inside the caller's transaction), for this process to run after
-    commit (``execution.inline``); None if it is not owed work. ``audits``: the
-    transaction's rows not yet saved, inserted with the claim's. ``answered``: the
-    interrupts to resume with, locked by the caller (``interrupts_to_apply``'s rows);
-    None reads them."""
-    if run.status not in (Status.QUEUED, Status.RESUMING):
-        return None
-    return _claim_locked(run, first=run.segments == 0, fresh=True, worker=worker,
-                         now=timezone.now(), audits=audits, answered=answered)
-
-
 def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
-                  now: datetime, audits: Sequence[AuditLog] = (),
-                  answered: Sequence[AgentInterrupt] | None = None) -> Segment:
-    if answered is None:
-        answered = interrupts.interrupts_to_apply(run)
+                  now: datetime) -> Segment:
+    answered = interrupts.interrupts_to_apply(run)
     resume = interrupts.resume_value(answered) if answered else None
     # The first segment starts from the input, also when taken over before its
     # first checkpoint (the executor decides from the checkpoint).
@@ -127,7 +111,7 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
     if fresh:
         run.segments += 1
         run_transition(run=run, to=Status.RUNNING,
-                       fields=("segments", "lease_owner", "lease_expires_at"), audits=audits)
+                       fields=("segments", "lease_owner", "lease_expires_at"))
     else:  # the same segment, now ours: no new status, no audit row
         log.warning("run %s: segment %d taken over (lease of %r)", run.id, run.segments,
                     previous)

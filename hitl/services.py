@@ -246,9 +246,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
                                 from_status=Pending, to_status=row.status,
                                 payload=row.decision))
     if not any(r.status == Pending for r in rows.values()):
-        # ``rows`` holds all the run's interrupts, locked: those to apply need no query.
-        run_resume(run=run, actor=actor, surface=surface, audits=audits,
-                   answered=[r for r in rows.values() if _to_apply(r)])
+        run_resume(run=run, actor=actor, surface=surface, audits=audits)
     else:
         audits_save(audits)
 
@@ -431,11 +429,6 @@ _LOCK_TO_APPLY = Compiled(
 def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
     """The run's answered interrupts not yet fed to the graph, locked."""
     return _LOCK_TO_APPLY.all(run_id=run.pk)
-
-
-def _to_apply(row: AgentInterrupt) -> bool:
-    # ``interrupts_to_apply``'s filter, on a row already locked.
-    return row.applied_at is None and row.decided_at is not None and row.status in ANSWERED
 
 
 def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:

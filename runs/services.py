@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -101,27 +101,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
             RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}), robust=True)
 
 
-# A process that runs segments itself (``execution.inline``, in the web process), or None.
-# Called inside the transaction that made the run owed work, with the run locked and the
-# transaction's audit rows not yet saved (and, from a decision, the answers the segment
-# resumes with, already locked; None: the claim reads them): True when it claimed the
-# segment (and saved the run and those rows with its own), False to leave it to the broker.
-InlineClaim = Callable[[AgentRun, Sequence[AuditLog], Sequence[Any] | None], bool]
-_inline_claim: InlineClaim | None = None
-
-
-def run_inline_claim_set(claim: InlineClaim | None) -> None:
-    """Install (or remove, with None) this process's inline claim (see ``_inline_claim``)."""
-    global _inline_claim
-    _inline_claim = claim
-
-
-def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = (),
-                          new: bool = False) -> None:
+def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = ()) -> None:
     """Enqueue the run's next segment after commit. Caller holds the run's row lock.
-
-    A process with an inline claim installed and a free slot claims the segment here and
-    runs it itself after commit, with no broker round trip (``execution.inline``).
 
     The committed status (queued / resuming) is itself the durable record that the run
     is owed a task: if the broker is down the send is only logged, the caller's change
@@ -131,30 +112,21 @@ def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = (),
     The task carries the number of segments run so far, so a stale or duplicate
     delivery can tell that its segment was already taken (``execution.lifecycle.run_claim``).
 
-    ``audits``: the transaction's audit rows not yet saved (saved with the claim's, or
-    here). ``new``: the run was created in this transaction (it has no interrupts to
-    read).
+    ``audits``: the transaction's audit rows not yet saved, inserted here.
     """
-    if _inline_claim is not None and _inline_claim(run, audits, [] if new else None):
-        return
     audits_save(audits)
     _enqueue_on_commit(run)
 
 
-def run_resume(*, run: AgentRun, actor: Any, surface: str, audits: Sequence[AuditLog],
-               answered: Sequence[Any] | None = None) -> None:
-    """A locked paused run whose questions are all answered resumes: ``resuming``, its
-    next segment enqueued on commit; or, claimed here by this process's inline claim,
-    straight on to ``running`` (both status changes audited, in one UPDATE and one
-    INSERT with ``audits``, the transaction's other rows). ``answered``: the locked
-    interrupts the segment resumes with, when the caller has them (the claim need not
-    read them again)."""
+def run_resume(*, run: AgentRun, actor: Any, surface: str,
+               audits: Sequence[AuditLog]) -> None:
+    """A locked paused run whose questions are all answered resumes: ``resuming`` (its
+    audit row inserted with ``audits``, the transaction's other rows), its next segment
+    enqueued on commit for a worker."""
     rows = [*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                from_status=run.status, to_status=Status.RESUMING,
                                surface=surface)]
     run.status = Status.RESUMING
-    if _inline_claim is not None and _inline_claim(run, rows, answered):
-        return
     save_fields(run, ["status", "updated_at"])
     audits_save(rows)
     _enqueue_on_commit(run)
@@ -205,7 +177,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
         queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
                            to_status=Status.QUEUED,
                            payload={"input": run.input, "message": message}, surface=surface)
-        run_enqueue_on_commit(run, audits=[queued], new=True)
+        run_enqueue_on_commit(run, audits=[queued])
     return run
 
 

@@ -110,38 +110,6 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
         close_checkpointer()  # its pooled connections would keep the test database open
 
 
-@pytest.fixture(scope="session")
-def broker_web(services, django_db_blocker, tmp_path_factory) -> Iterator[str]:
-    """A second web process that runs no segment itself (``INLINE_SEGMENTS=0``): every
-    segment it starts goes to the Celery worker, for tests that stop the worker to make
-    a run wait. Its base URL."""
-    port = free_port()
-    web = web_process(port, {**services["env"], "INLINE_SEGMENTS": "0"},
-                      tmp_path_factory.mktemp("broker-web"))
-    with django_db_blocker.unblock():
-        web.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        web.stop()
-
-
-@pytest.fixture
-def broker_api(broker_web, live, users) -> Iterator[Callable[[str | None], httpx.Client]]:
-    """As ``api``, on the web process that leaves every segment to the worker."""
-    clients: list[httpx.Client] = []
-
-    def make(who: str | None = "owner") -> httpx.Client:
-        headers = {"Authorization": f"Token {users[who + '_token']}"} if who else {}
-        client = httpx.Client(base_url=broker_web, headers=headers, timeout=30)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
-
-
 @pytest.fixture
 def no_sweep(django_db_blocker) -> Iterator[None]:
     """Celery beat stopped for one test, so rows past their deadline stay pending (the

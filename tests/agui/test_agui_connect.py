@@ -82,10 +82,8 @@ def test_reviewer_may_connect_outsider_may_not(api):
     assert r.status_code == 404
 
 
-def test_connect_joins_a_live_run(broker_api, live):
-    """While a segment runs, connect replays it from its RUN_STARTED and follows it live.
-    On the web process that leaves segments to the worker (stopped below)."""
-    api = broker_api
+def test_connect_joins_a_live_run(api, live):
+    """While a segment runs, connect replays it from its RUN_STARTED and follows it live."""
     client = api("owner")
     body = run_input()
     thread = body["threadId"]
@@ -130,11 +128,10 @@ def test_connect_joins_a_live_run(broker_api, live):
     assert any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in joined)
 
 
-def test_open_streams_hold_no_database_connection(broker_api, live):
+def test_open_streams_hold_no_database_connection(api, live):
     """Ten AG-UI streams open on a waiting run: the database sees no more connections than
-    before they opened (each stream gave its connection back before streaming). On the
-    web process that leaves segments to the worker (stopped below)."""
-    api = broker_api
+    before they opened (each stream gave its connection back before streaming). The
+    worker is stopped below, so the run waits."""
     import contextlib
     import json
 

@@ -1,5 +1,4 @@
-"""Nothing waits in memory: a new worker process resumes a run paused by an old one.
-Through the web process that leaves every segment to the worker (``broker_api``)."""
+"""Nothing waits in memory: a new worker process resumes a run paused by an old one."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from tests.helpers import answer, answer_and_wait, start_run, wait_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_run_resumes_from_checkpoint_after_worker_replaced(broker_api, live):
-    client = broker_api("owner")
+def test_run_resumes_from_checkpoint_after_worker_replaced(api, live):
+    client = api("owner")
     worker = live["worker"]
     run = wait_run(client, start_run(client, input={"topic": "restart"})["id"], "paused")
     run = answer_and_wait(client, run, {"value": "Phoenix"})

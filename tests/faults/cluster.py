@@ -43,9 +43,6 @@ class Cluster:
                     "AGENTSITE_AGENT_MODULES": ",".join([
                         *settings.AGENTSITE_AGENT_MODULES, "tests.counting_agents",
                         "tests.slow_agents"]),
-                    # The web processes leave segments to the workers these tests kill
-                    # (a test of inline segments asks for them).
-                    "INLINE_SEGMENTS": "0",
                     **RECOVERY_ENV, **extra}
         self.processes: list[Process] = []
         self.stopping = threading.Event()

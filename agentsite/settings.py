@@ -22,21 +22,20 @@ from agentsite.env import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
-_given_db, _given_redis = os.environ.get("DATABASE_URL"), os.environ.get("REDIS_URL")
-# The all-embedded local default: neither URL given. Children of such a process (`make run`,
-# the tests) inherit the flag with URLs that must still point at this data dir's servers.
-_local_default = (not _given_db and not _given_redis) or (
-    env_bool("AGENTSITE_EMBEDDED", False) and embedded.serves(_given_db, _given_redis))
+# Importing settings starts nothing: `make run` (agentsite.launch), manage.py and the test
+# fixtures start the embedded Postgres / Redis for a missing URL and pass the URLs on.
+_missing = [name for name in ("DATABASE_URL", "REDIS_URL") if not os.environ.get(name)]
+if _missing:
+    raise ImproperlyConfigured(
+        f"{' and '.join(_missing)} not set. Set them to your Postgres / Redis, or start "
+        "through `make run` or `python manage.py …`, which start the embedded servers for "
+        "a missing URL (or print them: `python -m agentsite.embedded start`).")
+# The all-embedded local default: the launcher sets the flag when it started both servers;
+# its children inherit it with URLs that must still point at this data dir's servers.
+_local_default = env_bool("AGENTSITE_EMBEDDED", False) and embedded.serves(
+    os.environ["DATABASE_URL"], os.environ["REDIS_URL"])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-
-# With no DATABASE_URL / REDIS_URL, start (or reuse) the embedded servers.
-if not _given_db:
-    os.environ["DATABASE_URL"] = embedded.ensure_postgres()
-if not _given_redis:
-    os.environ["REDIS_URL"] = embedded.ensure_redis()
-if _local_default:
-    os.environ["AGENTSITE_EMBEDDED"] = "1"
 
 DATABASE_URL = env_str("DATABASE_URL")
 REDIS_URL = check_redis_url(env_str("REDIS_URL"))
@@ -250,10 +249,11 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "agentsite@localhost")
 # Links in notifications (decide page, conversation) start with this.
 AGENTSITE_BASE_URL = env_str("AGENTSITE_BASE_URL", "http://127.0.0.1:8000")
 
-# --- Events (django-eventstream over Redis) -----------------------------------
+# --- Events (our Redis event store and pub/sub, streams/) ----------------------
+# The pub/sub reader's connection (streams.pubsub).
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
-# django-eventstream's RedisStorage, reading stored events with one MGET per batch.
-EVENTSTREAM_STORAGE_CLASS = "streams.storage.BatchedRedisStorage"
+# The event store (our layout, streams.keys), also as django-eventstream's storage class.
+EVENTSTREAM_STORAGE_CLASS = "streams.storage.EventStore"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
 EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"

@@ -16,7 +16,6 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from agentsite import embedded
 from agentsite.celery import app as celery_app
 from agentsite.processes import beat_process, free_port, web_process, worker_process
 
@@ -34,34 +33,9 @@ def django_db_modify_db_settings() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agui_unchecked: skip the teardown check of the "
                             "test's published AG-UI events (for tests that break them on purpose)")
-    _retry_flush_on_deadlock()
-
-
-def _retry_flush_on_deadlock() -> None:
-    """Between transactional tests the database is flushed (one TRUNCATE of every table)
-    while the worker's reaper and beat's sweep keep reading it; Postgres may pick the
-    TRUNCATE as a deadlock victim. It is safe to run again: it is one transaction."""
-    from django.core.management.base import CommandError
-    from django.core.management.commands import flush
-
-    original = flush.Command.handle
-
-    def handle(self: flush.Command, **options: object) -> object:
-        for attempt in range(5):
-            try:
-                return original(self, **options)
-            except CommandError as err:
-                if "deadlock detected" not in str(err.__cause__) or attempt == 4:
-                    raise
-                time.sleep(0.2)
-        return None
-
-    flush.Command.handle = handle
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    # Stop the embedded Postgres / Redis only if this test run started them.
-    embedded.stop_started()
+    # The flush between transactional tests retries when Postgres picks it as a deadlock
+    # victim: agentsite/management/commands/flush.py. The embedded servers are started
+    # (and stopped) by tests/embedded_services.py, before settings load.
 
 
 def _database_url() -> str:

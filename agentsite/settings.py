@@ -249,11 +249,10 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "agentsite@localhost")
 # Links in notifications (decide page, conversation) start with this.
 AGENTSITE_BASE_URL = env_str("AGENTSITE_BASE_URL", "http://127.0.0.1:8000")
 
-# --- Events (our Redis event store and pub/sub, streams/) ----------------------
-# The pub/sub reader's connection (streams.pubsub).
+# --- Events (django-eventstream over Redis) -----------------------------------
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
-# The event store (our layout, streams.keys), also as django-eventstream's storage class.
-EVENTSTREAM_STORAGE_CLASS = "streams.storage.EventStore"
+# django-eventstream's RedisStorage, reading stored events with one MGET per batch.
+EVENTSTREAM_STORAGE_CLASS = "streams.storage.BatchedRedisStorage"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
 EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"

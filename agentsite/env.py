@@ -76,7 +76,7 @@ def parse_database_url(url: str) -> dict:
     except ValueError:
         raise ImproperlyConfigured(f"DATABASE_URL has an invalid port: {url!r}") from None
     return {
-        "ENGINE": "agentsite.postgres",
+        "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),

@@ -56,13 +56,16 @@ DATABASES["default"]["OPTIONS"]["pool"] = {
 # Django passes `check=ConnectionPool.check_connection` to the pool: a connection is tested
 # when borrowed, so one a Postgres restart killed is replaced instead of failing a request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# ... except one given back less than this long ago whose socket has nothing to read
-# (agentsite.postgres): it just worked, and a server ending it would have said so.
+# The checkpointer's own pool (execution.checkpointer) skips that test for a connection
+# given back less than this long ago whose socket has nothing to read (agentsite.pool_checks).
 DB_CHECK_IDLE_SECONDS = env_seconds("DB_CHECK_IDLE_SECONDS", 1.0)
-# The hot path's statements prepared on each pooled connection (agentsite.prepared); off
-# behind a pooler that does not keep a session's prepared statements (PgBouncer in
-# transaction mode).
-AGENTSITE_DB_PREPARED = env_bool("DB_PREPARED_STATEMENTS", True)
+# Prepared statements, with Django's and psycopg's public options: server-side binding
+# (OPTIONS["server_side_binding"]: values sent apart from the SQL) lets psycopg prepare a
+# statement once a connection has run it `prepare_threshold` times (Django's default,
+# None, prepares nothing). DB_PREPARED_STATEMENTS=0 turns both off, as a pooler that does
+# not keep a session's prepared statements needs (PgBouncer in transaction mode).
+if env_bool("DB_PREPARED_STATEMENTS", True):
+    DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=5)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

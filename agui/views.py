@@ -47,7 +47,6 @@ from rest_framework.request import Request
 
 from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
-from agentsite.compiled import Compiled
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
 from agentsite.token_auth import TokenAuthentication
@@ -55,7 +54,6 @@ from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
 from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
 from execution import graphs
-from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from hitl.services import Answer, interrupts_decide
 from runs import registry
@@ -177,20 +175,11 @@ def _channel_counter(run_id: object) -> int:
     return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
-# The runs of a thread holding an interrupt: an AG-UI resume names interrupts only.
-# Compiled once (agentsite.compiled) for the usual answer to one interrupt.
-_RUNS_HOLDING = Compiled(
-    lambda thread_id, agent, interrupt_id: AgentRun.objects.filter(
-        thread_id=thread_id, agent=agent, interrupts__interrupt_id=interrupt_id),
-    thread_id=str, agent=str, interrupt_id=str)
-
-
 def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[AgentRun]:
-    if len(set(ids)) == 1:
-        return _RUNS_HOLDING.all(thread_id=thread_id, agent=agent, interrupt_id=ids[0])
-    return [row.run for row in AgentInterrupt.objects.filter(
-        run__thread_id=thread_id, run__agent=agent, interrupt_id__in=ids).select_related(
-        "run").only("run__id", "run__owner_id")]
+    """The runs of a thread holding these interrupts (an AG-UI resume names interrupts
+    only); a run holding several comes once per interrupt."""
+    return list(AgentRun.objects.filter(thread_id=thread_id, agent=agent,
+                                        interrupts__interrupt_id__in=ids))
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:

@@ -44,9 +44,11 @@ class AgentListView(APIView):
 
 
 def _with_details(runs: QuerySet[AgentRun]) -> QuerySet[AgentRun]:
-    # What RunSerializer reads: the owner's name and the interrupts (the pending ones).
+    # What RunSerializer reads: the owner's name and the interrupts (the pending ones), as
+    # ``interrupt_rows``: the attribute the services set on a run they return.
     return runs.select_related("owner").prefetch_related(
-        Prefetch("interrupts", queryset=AgentInterrupt.objects.select_related("decided_by")))
+        Prefetch("interrupts", queryset=AgentInterrupt.objects.select_related("decided_by"),
+                 to_attr="interrupt_rows"))
 
 
 @extend_schema_view(
@@ -95,7 +97,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                         message=data["message"], thread_id=thread_id, surface="api")
         # As the start committed it (a new run has no questions yet): no re-read racing
         # the segment that has just started.
-        run._prefetched_objects_cache = {"interrupts": []}
+        run.interrupt_rows = []
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResumeSerializer, parameters=[IDEMPOTENCY_KEY],

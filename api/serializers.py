@@ -89,7 +89,12 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
 
     @extend_schema_field(InterruptSerializer(many=True))
     def get_pending_interrupts(self, obj: AgentRun) -> list[dict[str, Any]]:
-        rows = [i for i in obj.interrupts.all() if i.status == AgentInterrupt.Status.PENDING]
+        # ``interrupt_rows``: the run's interrupts as the view or service that gave it has
+        # them (``Prefetch(to_attr=...)``, or the rows a decision wrote); else a query.
+        rows = getattr(obj, "interrupt_rows", None)
+        if rows is None:
+            rows = obj.interrupts.all()
+        rows = [i for i in rows if i.status == AgentInterrupt.Status.PENDING]
         return InterruptSerializer(rows, many=True).data
 
 

@@ -10,7 +10,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from agentsite.postgres.base import RecentlyReturned
+from agentsite.pool_checks import RecentlyReturned
 
 _lock = threading.Lock()
 _pool: ConnectionPool | None = None

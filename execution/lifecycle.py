@@ -21,7 +21,6 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from agentsite.compiled import Compiled, CompiledUpdate, batched, send_pending, together
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
@@ -31,7 +30,7 @@ from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message
-from runs.services import LOCK_RUN, run_transition
+from runs.services import run_locked, run_transition
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -83,9 +82,9 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     the retry of the claim that holds it (``lease``).
     """
     now = timezone.now()
-    with transaction.atomic(), batched():
+    with transaction.atomic():
         _commit_without_flush()
-        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
+        run = run_locked(uuid.UUID(str(run_id)))
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
@@ -167,57 +166,35 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     return spec.initial_state(spec.input_model.model_validate(run.input), text)
 
 
-# The pause's / finish's locking reads, compiled once (``agentsite.compiled``), with what
-# the notifications need to know (``hitl.notify``): a pause, whether a new question
-# reaches anyone; a finish, whether its end does. Separate, because Postgres plans every
-# statement again and the assignment facts' subqueries take most of that time
-# (0.34 vs 0.10 ms of planning, measured).
-_LOCK_PAUSING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
-                         .annotate(**notify.QUESTION_FACTS).filter(pk=pk), pk=uuid.UUID)
-_LOCK_ENDING = Compiled(lambda pk: AgentRun.objects.select_for_update(of=("self",))
-                        .annotate(**notify.RUN_FACTS).filter(pk=pk), pk=uuid.UUID)
-# Output after a resume continues the run's original assistant message: one UPDATE
-# appending in the database, no read-modify-write to race.
-_APPEND_TEXT = CompiledUpdate(lambda pk, text, now: (
-    Message.objects.filter(pk=pk), {"content": Concat(F("content"), Value(text)),
-                                    "updated_at": now}), pk=uuid.UUID, text=str, now=datetime)
-# The run's conversation, read with the locking read (``together``): before this
-# transaction's own writes, which ``_close_segment`` applies to what was read.
-_MESSAGES = Compiled(lambda run_id: Message.objects.filter(conversation__runs__id=run_id),
-                     run_id=uuid.UUID)
-
-
-def _lock_running(segment: Segment, lock: Compiled[AgentRun],
-                  *also: tuple[Compiled[Any], dict[str, Any]] | None,
-                  ) -> tuple[AgentRun | None, list[list[Any]]]:
-    """Lock the segment's run, reading ``also`` (those not None) after it in the same
-    round trip; the run is None when the segment no longer holds it."""
-    runs, *found = together((lock, {"pk": uuid.UUID(segment.run_id)}),
-                            *(read for read in also if read is not None))
-    run = runs[0] if runs else None
+def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
+    """Lock the segment's run, annotated with ``facts`` (what the notifications need to
+    know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
+    whether its end does); None when the segment no longer holds it."""
+    run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**facts)
+           .filter(pk=uuid.UUID(segment.run_id)).first())
     if run is None:
         raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
-        return None, found
+        return None
     run.lease_owner, run.lease_expires_at = "", None
-    return run, found
+    return run
 
 
-def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog],
-                   messages: list[Message]) -> list[Message]:
+def _close_segment(run: AgentRun, segment: Segment, text: str,
+                   audits: list[AuditLog]) -> list[Message]:
     """Mark the answers applied and append the segment's text; return the conversation's
-    ``messages`` (read before) as this transaction leaves them."""
+    messages as this transaction leaves them."""
     now = timezone.now()
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits)
     if text and run.assistant_message_id:
-        _APPEND_TEXT.later(pk=run.assistant_message_id, text=text, now=now)
-        for message in messages:  # as the UPDATE leaves it: COALESCE(content, '') || text
-            if message.pk == run.assistant_message_id:
-                message.content, message.updated_at = (message.content or "") + text, now
-    return messages
+        # Output after a resume continues the run's original assistant message: one
+        # UPDATE appending in the database, no read-modify-write to race.
+        Message.objects.filter(pk=run.assistant_message_id).update(
+            content=Concat(F("content"), Value(text)), updated_at=now)
+    return list(Message.objects.filter(conversation_id=run.conversation_id))
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
@@ -225,24 +202,16 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch)."""
     requests = [(i.interrupt_id, i.request) for i in interrupts_raised]
-    # Writes share round trips: the locking read brings the messages and the standing
-    # approvals; the writes go together at the end, before the commit.
-    with interrupts.raised_again_refused(), transaction.atomic(), batched():
-        run, (messages, *standing) = _lock_running(
-            segment, _LOCK_PAUSING, (_MESSAGES, {"run_id": uuid.UUID(segment.run_id)}),
-            interrupts.standing_read(agent=segment.agent, requests=requests))
+    with interrupts.raised_again_refused(), transaction.atomic():
+        run = _lock_running(segment, notify.QUESTION_FACTS)
         if run is None:
             return None
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits, messages)
-        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
-                                          standing=standing[0] if standing else None)
+        messages = _close_segment(run, segment, text, audits)
+        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
-        # The writes go out before the closing events are made (their timestamps), so
-        # those wait for the commit alone.
-        send_pending()
         events.extend(outcomes.segment_end(run, state=state, messages=messages,
                                            pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
@@ -255,21 +224,19 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
                before: Sequence[Any] = ()) -> AgentRun | None:
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` as in ``run_pause``)."""
-    with transaction.atomic(), batched():  # writes share round trips
-        run, (messages,) = _lock_running(
-            segment, _LOCK_ENDING, (_MESSAGES, {"run_id": uuid.UUID(segment.run_id)}))
+    with transaction.atomic():
+        run = _lock_running(segment, notify.RUN_FACTS)
         if run is None:
             return None
         # Registered first, as in ``run_pause``: before the run-finished notice's task.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits, messages)
+        messages = _close_segment(run, segment, text, audits)
         run.result = result
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
                        audits=audits, notify=notify.anyone_for_end(run))
-        send_pending()  # as in ``run_pause``
         events.extend(outcomes.segment_end(run, state=state, messages=messages))
     return run
 
@@ -281,7 +248,9 @@ def run_fail(*, run_id: str, error: str, code: str = "agent_error",
     ``segment``: the failing segment's claim; if its lease was lost (another worker took
     the segment over) the run is not ours to fail."""
     with transaction.atomic():
-        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
+        run = run_locked(uuid.UUID(str(run_id)))
+        # Locked: a cancel, or the segment's own finish, may have ended it first (theirs
+        # stands).
         if run is None or run.is_finished:
             return None
         if segment is not None and segment.lease and run.lease_owner != segment.lease:
@@ -328,7 +297,7 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
 
 def _locked_decidable_run(*, actor: Any, run_id: Any) -> AgentRun:
     try:
-        run = LOCK_RUN.first(pk=uuid.UUID(str(run_id)))
+        run = run_locked(uuid.UUID(str(run_id)))
     except ValueError:
         run = None
     if run is None or not can_decide(actor, run):

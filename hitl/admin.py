@@ -427,7 +427,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                     extra_context: dict | None = None) -> HttpResponse:
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return self._missing_redirect(request, object_id)
         errors: dict[str, list[str]] | None = None
         values: Any = None
         if request.method == "POST":
@@ -495,6 +495,13 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
         listing.method = "GET"
         queue = self.get_changelist_instance(listing).get_queryset(listing)
         return queue.filter(status=PENDING).exclude(pk=after.pk).first()
+
+    def _missing_redirect(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        # As the admin answers a missing (or hidden) object: a warning, then the queue.
+        self.message_user(request, f"{self.opts.verbose_name.capitalize()} with ID "
+                          f"“{unquote(object_id)}” doesn’t exist. Perhaps it was deleted?",
+                          messages.WARNING)
+        return HttpResponseRedirect(self._changelist_url(request))
 
     def _changelist_url(self, request: HttpRequest) -> str:
         url = reverse("admin:hitl_agentinterrupt_changelist")

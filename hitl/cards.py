@@ -168,12 +168,13 @@ def _posted(values: dict[str, Any], name: str) -> Any:
 def card_context(interrupt: AgentInterrupt, *, action_url: str,
                  errors: dict[str, list[str]] | None = None, values: dict | None = None,
                  can_answer: bool = True, htmx: bool = False,
-                 viewer: Any = None) -> dict[str, Any]:
+                 viewer: Any = None, preview: bool = False) -> dict[str, Any]:
     """Everything ``hitl/cards/card.html`` needs for one interrupt.
 
     ``errors``: field name → messages (from CardFormError or the service's InvalidInput);
     names that are not a field of the card show at its top. ``values``: the posted form,
     to keep what the person typed. ``htmx``: add the hx-* attributes (answer in place).
+    ``preview``: the interrupt is not stored (nobody assigned, no votes: nothing to read).
     """
     request = interrupt.request if isinstance(interrupt.request, dict) else {}
     kind = interrupt.kind
@@ -212,8 +213,8 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         "errors": errors,
         "values": values,
         "waiting_for_reviewer": waiting_for_reviewer,
-        "assigned_to": _assigned_to(interrupt) if pending else [],
-        "approvals_label": _approvals_label(interrupt),
+        "assigned_to": _assigned_to(interrupt) if pending and not preview else [],
+        "approvals_label": "" if preview else _approvals_label(interrupt),
     }
     known = {"value", "values", "action", "reason", "feedback", "decision", "edited",
              "edited_json"}
@@ -291,15 +292,13 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
 
 
 def _assigned_to(interrupt: AgentInterrupt) -> list[str]:
-    if interrupt._state.adding:  # not stored (a preview): nobody assigned yet
-        return []
     users, groups = policies.assigned_names(interrupt)
     return users + [f"group {g}" for g in groups]
 
 
 def _approvals_label(interrupt: AgentInterrupt) -> str:
     """ "2 of 3 approvals" for a quorum question, else ""."""
-    if interrupt.required_approvals <= 1 or interrupt._state.adding:
+    if interrupt.required_approvals <= 1:
         return ""
     return policies.tally(interrupt.required_approvals,
                           sum(1 for v in interrupt.votes.all() if v.approved))

@@ -18,18 +18,8 @@ from typing import Any, Literal
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from agentsite.compiled import (
-    AnyOf,
-    Compiled,
-    CompiledUpdate,
-    batched,
-    insert,
-    save_fields,
-    together,
-)
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
 from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
@@ -38,11 +28,11 @@ from hitl.selectors import ASSIGNMENT_IDS, can_decide, is_reviewer
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import (
-    LOCK_RUN,
     audit,
     audit_row,
     audits_save,
     run_enqueue_on_commit,
+    run_locked,
     run_resume,
     run_transition,
 )
@@ -69,11 +59,11 @@ def interrupt_decide(*, actor: Any, run_id: Any, interrupt_id: str, payload: Any
 def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
                       surface: str = "api") -> AgentRun:
     """Answer one or several interrupts of a run at once; resume when none is left pending.
-    Returns the run as committed, its interrupts prefetched (``_as_decided``)."""
+    Returns the run as committed, with its interrupts as ``interrupt_rows``
+    (``_as_decided``)."""
     ids = _check_answers(answers)
     run_uuid = _run_uuid(run_id)
-    # batched: the decision's writes go to Postgres together (agentsite.compiled).
-    with transaction.atomic(), batched():
+    with transaction.atomic():
         run, rows = _lock(actor=actor, run_uuid=run_uuid, ids=ids)
         _check_decidable(run, [rows[i] for i in ids])
         _check_policy(actor, run, [rows[i] for i in ids])
@@ -91,12 +81,11 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
 
 def _as_decided(run: AgentRun, rows: list[AgentInterrupt], actor: Any) -> AgentRun:
     """The run as this decision committed it, with its interrupts (all of them, locked
-    and updated here) in its prefetch cache: what a caller shows of it (the API's 202)
-    needs no query, and no re-read races the segment that has just started."""
-    interrupts = run.interrupts.all()
-    interrupts._result_cache, interrupts._prefetch_done = sorted(
-        rows, key=lambda r: (r.created_at, r.pk)), True  # the model's ordering
-    run._prefetched_objects_cache = {"interrupts": interrupts}
+    and updated here) as ``run.interrupt_rows``, the attribute a
+    ``Prefetch("interrupts", to_attr="interrupt_rows")`` sets: what a caller shows of it
+    (the API's 202) needs no query, and no re-read races the segment that has just
+    started."""
+    run.interrupt_rows = sorted(rows, key=lambda r: (r.created_at, r.pk))  # Meta.ordering
     if getattr(actor, "pk", None) == run.owner_id:
         run.owner = actor
     return run
@@ -119,23 +108,19 @@ def _run_uuid(run_id: Any) -> uuid.UUID:
         raise NotFound("run not found") from None
 
 
-# A decision's locking read of the run's interrupts, compiled once (``agentsite.compiled``),
-# with assignment as id arrays (``hitl.policies.assignment``): no extra round trips, and
-# no user rows loaded to compare ids.
-_LOCK_INTERRUPTS = Compiled(
-    lambda run_id: AgentInterrupt.objects.select_for_update(of=("self",))
-    .filter(run_id=run_id).order_by("id").annotate(**ASSIGNMENT_IDS), run_id=uuid.UUID)
-
-
 def _lock(*, actor: Any, run_uuid: uuid.UUID,
           ids: list[str]) -> tuple[AgentRun, dict[str, AgentInterrupt]]:
-    """Lock the run, then its interrupts (one round trip, in that order); a run the actor
-    may not decide is not found (its rows are unlocked with the rollback)."""
-    runs, interrupts = together((LOCK_RUN, {"pk": run_uuid}),
-                                (_LOCK_INTERRUPTS, {"run_id": run_uuid}))
-    run = runs[0] if runs else None
+    """Lock the run, then its interrupts (always in that order: two deciders cannot
+    deadlock); a run the actor may not decide is not found (its row is unlocked with the
+    rollback)."""
+    # Locked: a concurrent decision, claim or cancel of this run waits for our commit.
+    run = run_locked(run_uuid)
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
+    # Locked too (only this table's rows: ``of``), with assignment as id arrays
+    # (``hitl.policies.assignment``): no user rows loaded to compare ids.
+    interrupts = (AgentInterrupt.objects.select_for_update(of=("self",))
+                  .filter(run_id=run_uuid).order_by("id").annotate(**ASSIGNMENT_IDS))
     rows = {row.interrupt_id: row for row in interrupts}
     unknown = [i for i in ids if i not in rows]
     if unknown:
@@ -240,7 +225,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
         row.decision = clean.get(answer.interrupt_id)
         row.decided_by = actor
         row.decided_at = now
-        save_fields(row, ["status", "decision", "decided_by", "decided_at"], defer=True)
+        row.save(update_fields=["status", "decision", "decided_by", "decided_at"])
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=actor,
                                 surface=surface, interrupt_ref=row.interrupt_id,
                                 from_status=Pending, to_status=row.status,
@@ -420,15 +405,12 @@ def run_resume_if_answered(*, run: AgentRun, rows: list[AgentInterrupt]) -> bool
 ANSWERED = (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.CANCELLED)
 
 
-_LOCK_TO_APPLY = Compiled(
-    lambda run_id: AgentInterrupt.objects.select_for_update().filter(
-        run_id=run_id, applied_at__isnull=True, decided_at__isnull=False,
-        status__in=ANSWERED).order_by("id"), run_id=uuid.UUID)
-
-
 def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
-    """The run's answered interrupts not yet fed to the graph, locked."""
-    return _LOCK_TO_APPLY.all(run_id=run.pk)
+    """The run's answered interrupts not yet fed to the graph, locked (the caller holds
+    the run's lock, taken first)."""
+    return list(AgentInterrupt.objects.select_for_update().filter(
+        run=run, applied_at__isnull=True, decided_at__isnull=False,
+        status__in=ANSWERED).order_by("id"))
 
 
 def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
@@ -442,20 +424,6 @@ def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
                              else CANCELLED_RESUME) for a in answered}
 
 
-# A segment's end marks the answers it resumed with as applied (``interrupts_apply``):
-# its SQL made once, for any number of interrupts (``agentsite.compiled``).
-_APPLY_DECIDED = CompiledUpdate(lambda run_id, ids, now: (
-    AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ids), run_id=run_id,
-                                  applied_at__isnull=True,
-                                  status=AgentInterrupt.Status.DECIDED),
-    {"status": AgentInterrupt.Status.APPLIED, "applied_at": now}),
-    run_id=uuid.UUID, ids=list, now=datetime)
-_APPLY_CANCELLED = CompiledUpdate(lambda run_id, ids, now: (
-    AgentInterrupt.objects.filter(AnyOf(F("interrupt_id"), ids), run_id=run_id,
-                                  applied_at__isnull=True),
-    {"applied_at": now}), run_id=uuid.UUID, ids=list, now=datetime)
-
-
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
                      decided_ids: tuple[str, ...], now: datetime,
                      audits: list[AuditLog]) -> None:
@@ -466,58 +434,52 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
     if not interrupt_ids:
         return
     decided = list(decided_ids)
-    # Sent with the caller's next statement when it batches (agentsite.compiled).
+    unapplied = AgentInterrupt.objects.filter(run=run, applied_at__isnull=True)
     if decided:
-        _APPLY_DECIDED.later(run_id=run.pk, ids=decided, now=now)
+        unapplied.filter(interrupt_id__in=decided, status=AgentInterrupt.Status.DECIDED) \
+            .update(status=AgentInterrupt.Status.APPLIED, applied_at=now)
     cancelled = [i for i in interrupt_ids if i not in decided_ids]
     if cancelled:  # cancelled answers: applied, status kept
-        _APPLY_CANCELLED.later(run_id=run.pk, ids=cancelled, now=now)
+        unapplied.filter(interrupt_id__in=cancelled).update(applied_at=now)
     audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                             interrupt_ref=ref, from_status="decided", to_status="applied")
                   for ref in decided)
 
 
-# The standing approvals a new question could match (``_standing_approvals``), in the
-# order they apply; granted_by is read only for a match.
-_STANDING = Compiled(lambda agent: StandingApproval.objects.filter(
-    agent=agent, revoked_at__isnull=True).order_by("created_at", "id"), agent=str)
+# The kinds of question a standing approval can answer (``_standing_approvals``).
 _STANDING_KINDS = ("approval", "review")
 
 
-def standing_read(*, agent: str, requests: list[tuple[str, dict[str, Any]]],
-                  ) -> tuple[Compiled[StandingApproval], dict[str, Any]] | None:
-    """The read ``interrupts_open`` needs for these questions (for the caller to send
-    with its locking read, ``compiled.together``), or None if no standing approval
-    could answer them."""
-    if not any(request.get("type") in _STANDING_KINDS for _, request in requests):
-        return None
-    return _STANDING, {"agent": agent}
-
-
 def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]],
-                    audits: list[AuditLog] | None = None,
-                    standing: list[StandingApproval] | None = None) -> list[AgentInterrupt]:
+                    audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
     """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows, with
     their policy (the request's over the agent's); standing approvals answer matching
     ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
-    ``audits``, it inserts the audit rows added there (else they are inserted here);
-    ``standing``: the agent's standing approvals as ``standing_read`` read them under
-    that lock (None: read here)."""
+    ``audits``, it inserts the audit rows added there (else they are inserted here)."""
     own_audits = audits is None
     audits = [] if audits is None else audits
     spec = registry.get(run.agent)
     now = timezone.now()
-    rows = []
-    assigned = set()
+    rows, rules = [], []
     for interrupt_id, request in requests:
         rule = policies.effective(request, spec.policy if spec else None, now)
-        row = _create_interrupt(
+        rows.append(AgentInterrupt(
             run=run, interrupt_id=interrupt_id, kind=request.get("type", "unknown"),
             request=request, expires_at=request.get("expiresAt") or rule.expires_at,
             requester_may_decide=rule.requester_may_decide,
             required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
             default_answer=rule.default, escalate_at=rule.escalate_at,
-            escalate_to=list(rule.escalate_to))
+            escalate_to=list(rule.escalate_to)))
+        rules.append(rule)
+    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                            interrupt_ref=row.interrupt_id, to_status=Pending,
+                            payload=row.request) for row in rows)
+    # Before the INSERT: a question a standing approval answers goes in answered.
+    _standing_approvals(run, rows, now, audits)
+    # One INSERT (``raised_again_refused`` names the error if a row exists already).
+    AgentInterrupt.objects.bulk_create(rows)
+    assigned = set()
+    for row, rule in zip(rows, rules, strict=True):
         if rule.assignees or rule.groups:
             assigned.add(row.pk)
         if rule.assignees or rule.groups or rule.escalate_to:
@@ -526,14 +488,9 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
                 _resolve((), rule.escalate_to)
             except InvalidInput as err:
                 # A policy naming nobody would leave the question open to anyone: fail loud.
-                raise RuntimeError(f"interrupt {interrupt_id}: {err.fields}") from None
+                raise RuntimeError(f"interrupt {row.interrupt_id}: {err.fields}") from None
             row.assignees.add(*users)
             row.assigned_groups.add(*groups)
-        rows.append(row)
-    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
-                            interrupt_ref=row.interrupt_id, to_status=row.status,
-                            payload=row.request) for row in rows)
-    _standing_approvals(run, rows, now, audits, standing)
     if own_audits:
         audits_save(audits)
     # An unassigned question goes to the requester (by email) and the agent's webhooks: a
@@ -552,14 +509,6 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]]
     return rows
 
 
-def _create_interrupt(**fields: Any) -> AgentInterrupt:
-    # Deferred: sent with the transaction's next statement (``raised_again_refused``
-    # names the error if its row exists already).
-    row = AgentInterrupt(**fields)
-    insert([row], defer=True)
-    return row
-
-
 @contextmanager
 def raised_again_refused() -> Iterator[None]:
     """Around a transaction that opens interrupts (``interrupts_open``): an answered
@@ -575,14 +524,15 @@ def raised_again_refused() -> Iterator[None]:
 
 
 def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime,
-                        audits: list[AuditLog],
-                        rules: list[StandingApproval] | None = None) -> int:
-    """Answer the rows an active standing approval matches; return how many."""
+                        audits: list[AuditLog]) -> int:
+    """Answer the new rows (not yet saved) an active standing approval matches; return
+    how many."""
     candidates = [r for r in rows if r.kind in _STANDING_KINDS]
     if not candidates:
         return 0
-    if rules is None:
-        rules = _STANDING.all(agent=run.agent)
+    # In the order they apply; the grantor comes along (a match names it).
+    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
+                 .select_related("granted_by").order_by("created_at", "id"))
     done = 0
     for row in candidates:
         rule = next((r for r in rules if policies.standing_matches(
@@ -592,7 +542,6 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
         row.status = AgentInterrupt.Status.DECIDED
         row.decision = policies.standing_answer(row.request, rule, row.required_approvals)
         row.decided_by, row.decided_at = rule.granted_by, now
-        save_fields(row, ["status", "decision", "decided_by", "decided_at"], defer=True)
         grantor = rule.granted_by.get_username() if rule.granted_by else ""
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,
                                 surface="standing_approval", interrupt_ref=row.interrupt_id,

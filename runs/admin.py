@@ -97,8 +97,10 @@ class AgentRunAdmin(ReadOnlyAdmin):
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """GET: the confirmation page. POST (CSRF-checked by admin_view): cancel the run."""
         run = self.get_object(request, unquote(object_id))
-        if run is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if run is None:  # missing, or not this user's: as the admin answers, then the list
+            self.message_user(request, f"Agent run with ID “{unquote(object_id)}” doesn’t "
+                              "exist. Perhaps it was deleted?", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:runs_agentrun_changelist"))
         back = reverse("admin:runs_agentrun_change", args=[run.pk])
         if request.method == "POST":
             try:

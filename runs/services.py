@@ -18,7 +18,6 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.celery import app as celery_app
-from agentsite.compiled import Compiled, batched, insert, save_fields
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
@@ -33,10 +32,10 @@ EXECUTE_TASK = "runs.tasks.run_execute"
 RUN_FINISHED_TASK = "hitl.notify"
 
 
-# A run, locked: the first read of a decision's and a claim's transaction, compiled once
-# (``agentsite.compiled``).
-LOCK_RUN = Compiled(lambda pk: AgentRun.objects.select_for_update().filter(pk=pk),
-                    pk=uuid.UUID)
+def run_locked(pk: Any) -> AgentRun | None:
+    """The run ``pk``, its row locked until the caller's transaction ends (None: no such
+    run): the first read of a decision's, a claim's and a cancel's transaction."""
+    return AgentRun.objects.select_for_update().filter(pk=pk).first()
 
 
 def _label(actor: Any) -> str:
@@ -69,9 +68,7 @@ def audit_row(*, run: AgentRun, action: str, actor: Any = None, from_status: str
 
 def audits_save(rows: Sequence[AuditLog]) -> None:
     if rows:
-        # bulk_create's INSERT, its SQL made once; in a ``batched`` block it travels with
-        # the next statement (agentsite.compiled).
-        insert(rows, defer=True)
+        AuditLog.objects.bulk_create(rows)  # one INSERT, in the order given
 
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
@@ -86,7 +83,7 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    save_fields(run, ["status", "finished_at", "updated_at", *fields], defer=True)
+    run.save(update_fields=["status", "finished_at", "updated_at", *fields])
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
@@ -127,7 +124,7 @@ def run_resume(*, run: AgentRun, actor: Any, surface: str,
                                from_status=run.status, to_status=Status.RESUMING,
                                surface=surface)]
     run.status = Status.RESUMING
-    save_fields(run, ["status", "updated_at"])
+    run.save(update_fields=["status", "updated_at"])
     audits_save(rows)
     _enqueue_on_commit(run)
 
@@ -161,8 +158,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     new conversation with that id (AG-UI clients choose their own thread ids).
     """
     spec, clean = _validated_input(agent, input)
-    # batched: the run's writes after its INSERT go to Postgres together.
-    with transaction.atomic(), batched():
+    with transaction.atomic():
         if thread_id:
             conversation, created = _locked_thread(
                 owner=owner, agent=agent, thread_id=thread_id, create=create_thread,
@@ -232,16 +228,13 @@ def _check_thread_idle(conversation: Conversation) -> None:
 
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
                 message: str) -> AgentRun:
-    # The ids are made here, so the rows go in without reading any back: the run with its
-    # assistant message's id, each message with the run's (rows that point at each other;
-    # Django's foreign keys are checked at commit).
+    # The ids are made here (UUID defaults), so the rows go in without reading any back:
+    # the run with its assistant message's id, then both messages with the run's in one
+    # INSERT (rows that point at each other; Django's foreign keys are checked at commit).
     assistant = Message(conversation=conversation, role=Message.Role.ASSISTANT, content="")
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
                    input=clean.model_dump(mode="json"), assistant_message=assistant)
-    if message:  # sent with the run's INSERT, and made (created_at) before the reply
-        insert([Message(conversation=conversation, run=run, role=Message.Role.USER,
-                        content=message)], defer=True)
     try:
         # No savepoint: the conversation is locked and idle, so this is a last guard, and
         # its error ends the transaction, which run_start leaves with the Conflict.
@@ -249,7 +242,10 @@ def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: Bas
     except IntegrityError:
         raise Conflict("thread has an unfinished run", code="thread_busy") from None
     assistant.run = run
-    insert([assistant], defer=True)
+    # The user's text first: its created_at comes before the reply's.
+    Message.objects.bulk_create(
+        ([Message(conversation=conversation, run=run, role=Message.Role.USER,
+                  content=message)] if message else []) + [assistant])
     # The claim's initial state needs the user's text: no need to read it back.
     run.start_message = message
     return run

@@ -133,7 +133,8 @@ def test_staff_without_permission_sees_and_decides_only_own_runs(staff, paused_r
     other = paused_run(staff["alice"], ["approval"])[0]
     client = _login(staff["clerk"])
     assert _rows(client.get(QUEUE)) == [str(own.pk)]
-    assert client.get(_change(other)).status_code == 302  # "doesn't exist" → index
+    missing = client.get(_change(other))  # "doesn't exist" → the queue, with a warning
+    assert missing.status_code == 302 and missing["Location"] == QUEUE
     client.post(_change(other), {"decision": "approve"})
     other.refresh_from_db()
     assert other.status == "pending"

@@ -54,7 +54,7 @@ def render(card: dict) -> str:
 
 @pytest.mark.parametrize("kind", list(REQUESTS))
 def test_every_kind_renders_one_form_with_labelled_inputs(kind):
-    html = render(card_context(make(kind), action_url="/answer/"))
+    html = render(card_context(make(kind), preview=True, action_url="/answer/"))
     assert html.count("<form ") == 1
     assert 'data-interrupt-id="int-' + kind + '"' in html
     assert 'action="/answer/"' in html
@@ -62,7 +62,8 @@ def test_every_kind_renders_one_form_with_labelled_inputs(kind):
 
 
 def test_input_card_shows_placeholder_and_errors_next_to_field():
-    card = card_context(make("input"), action_url="/a/", errors={"value": ["must not be empty"]})
+    card = card_context(make("input"), preview=True, action_url="/a/",
+                        errors={"value": ["must not be empty"]})
     html = render(card)
     assert 'placeholder="e.g. Apollo"' in html
     assert "must not be empty" in html and 'aria-invalid="true"' in html
@@ -70,19 +71,19 @@ def test_input_card_shows_placeholder_and_errors_next_to_field():
 
 def test_multiselect_carries_limits_and_keeps_checked_values():
     data = QueryDict("values=logs&values=alerts")
-    html = render(card_context(make("multiSelect"), action_url="/a/", values=data))
+    html = render(card_context(make("multiSelect"), preview=True, action_url="/a/", values=data))
     assert 'data-min="1"' in html and 'data-max="2"' in html
     assert html.count("checked") == 2
 
 
 def test_modal_is_a_dialog_with_its_actions():
-    html = render(card_context(make("modal"), action_url="/a/"))
+    html = render(card_context(make("modal"), preview=True, action_url="/a/"))
     assert "<dialog open" in html and "Heads up" in html
     assert 'name="action" value="continue"' in html
 
 
 def test_review_offers_only_allowed_actions_and_generates_edit_fields():
-    html = render(card_context(make("review"), action_url="/a/"))
+    html = render(card_context(make("review"), preview=True, action_url="/a/"))
     assert 'value="approve"' in html and 'value="edit"' in html and 'value="reject"' in html
     assert 'value="respond"' not in html
     assert 'name="edited.title" value="Release"' in html
@@ -100,24 +101,24 @@ def test_edit_form_kinds():
 def test_text_is_escaped():
     interrupt = make("input")
     interrupt.request = {**REQUESTS["input"], "message": "<img src=x onerror=alert(1)>"}
-    html = render(card_context(interrupt, action_url="/a/"))
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
     assert "<img" not in html and "&lt;img" in html
 
 
 def test_answered_card_is_read_only_and_says_what():
     interrupt = make("select", status="decided", decision={"value": "blue"},
                      decided_at=timezone.now())
-    html = render(card_context(interrupt, action_url="/a/"))
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
     assert "<form" not in html and "Blue" in html and "Answered by" in html
 
 
 def test_not_answerable_when_can_answer_is_false():
-    html = render(card_context(make("approval"), action_url="/a/", can_answer=False))
+    html = render(card_context(make("approval"), preview=True, action_url="/a/", can_answer=False))
     assert "<form" not in html and "read-only" in html.lower()
 
 
 def test_expired_card():
-    html = render(card_context(make("input", status="expired"), action_url="/a/"))
+    html = render(card_context(make("input", status="expired"), preview=True, action_url="/a/"))
     assert "Expired" in html and "<form" not in html
 
 

@@ -29,7 +29,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput
@@ -53,7 +52,7 @@ from agentsite.token_auth import TokenAuthentication
 from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
 from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
-from execution import graphs
+from execution.checkpointer import thread_values
 from hitl.selectors import can_decide
 from hitl.services import Answer, interrupts_decide
 from runs import registry
@@ -110,17 +109,6 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _authenticate(request: HttpRequest) -> Any:
     """The API's authentication (token or session + CSRF); anonymous → 401."""
-    if not hasattr(request, "session"):
-        # Served without middleware (agui/asgi.py): load the session ourselves,
-        # only when a session cookie is sent, so session auth works as on /api/.
-        from django.contrib.auth import get_user
-        from django.utils.functional import SimpleLazyObject
-
-        key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
-        if key:
-            engine = import_module(settings.SESSION_ENGINE)
-            request.session = engine.SessionStore(key)
-            request.user = SimpleLazyObject(lambda: get_user(request))
     # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
     drf = Request(request, parsers=[JSONParser()],
                   authenticators=[TokenAuthentication(), SessionAuthentication()])
@@ -267,9 +255,8 @@ def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
 def _checkpoint_state(conversation: Conversation) -> dict[str, Any]:
     if registry.get(conversation.agent) is None:
         return {}
-    graph = graphs.compiled(conversation.agent)
-    snapshot = graph.get_state({"configurable": {"thread_id": conversation.thread_id}})
-    return state_without_messages(dict(snapshot.values or {}))
+    # From the checkpointer, not a compiled graph: web processes run no graph code.
+    return state_without_messages(thread_values(conversation.thread_id))
 
 
 def _run_status(run_id: str) -> str | None:

@@ -13,17 +13,11 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field
 
+from agents.catalog import ApprovalsInput
 from hitl.ask import hitl_approval
-from runs.registry import Agent, register
 
 TEAMS = ("legal", "security")
-
-
-class ApprovalsInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    change: str = Field(default="Ship the new billing flow", min_length=1, max_length=500)
 
 
 class ApprovalsState(TypedDict, total=False):
@@ -72,13 +66,5 @@ def build() -> StateGraph:
     return graph
 
 
-AGENT = register(Agent(
-    name="approvals",
-    version="1",
-    description="Two sign-offs (legal, security) asked in parallel; completed only if both "
-                "approve. Shows several pending interrupts, answered separately or together.",
-    input_model=ApprovalsInput,
-    builder=build,
-    initial_state=lambda data, message: {"change": data.change, "signoffs": []},
-    model_tokens=False,  # its messages are whole node outputs
-))
+def initial_state(data: ApprovalsInput, message: str) -> dict[str, Any]:
+    return {"change": data.change, "signoffs": []}

@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from agents import assistant_offline  # noqa: F401 - teaches the offline model this agent
 from agents.chat_model import get_chat_model
@@ -29,7 +29,6 @@ from hitl.tool_approval import (
     pending_calls,
     tools_node,
 )
-from runs.registry import Agent, register
 
 MAX_MODEL_TURNS = 8
 
@@ -56,12 +55,6 @@ def system_prompt() -> str:
             "and say which article you used; file a ticket (file_ticket) only when asked.\n\n"
             + ASK_TOOLS_SYSTEM_PROMPT + "\n\nKnowledge base topics:\n"
             + "".join(f"- {t}\n" for t in topics()))
-
-
-class AssistantInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    question: str = Field(default="", max_length=2000,
-                          description="the question (or send it as the chat message)")
 
 
 class AssistantState(TypedDict, total=False):
@@ -103,16 +96,3 @@ def build() -> StateGraph:
 
 def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
     return {"messages": [HumanMessage(content=message or data.question)], "turns": 0}
-
-
-AGENT = register(Agent(
-    name="assistant",
-    version="1",
-    description="Help-center assistant (the seed's reactAgent): searches a small knowledge "
-                "base and asks when a request is vague (input), fits several topics (choice), "
-                "wants several (multi choice) or is irreversible (confirm); filing a ticket "
-                "needs approval (approve / edit / reject).",
-    input_model=AssistantInput,
-    builder=build,
-    initial_state=initial_state,
-))

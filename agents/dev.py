@@ -8,21 +8,14 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field
 
+from agents.catalog import DevInput
 from hitl.ask import hitl_approval, hitl_input, hitl_multi_select, hitl_select
-from runs.registry import Agent, register
 
 COLORS = [{"label": "Red", "value": "red"}, {"label": "Green", "value": "green"},
           {"label": "Blue", "value": "blue"}]
 EXTRAS = [{"label": "Logging", "value": "logging"}, {"label": "Metrics", "value": "metrics"},
           {"label": "Tracing", "value": "tracing"}, {"label": "Alerts", "value": "alerts"}]
-
-
-class DevInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    topic: str = Field(default="the demo project", min_length=1, max_length=200,
-                       description="What the answers are about")
 
 
 class DevState(TypedDict, total=False):
@@ -92,20 +85,8 @@ def build() -> StateGraph:
     return graph
 
 
-def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
+def initial_state(data: DevInput, message: str) -> dict[str, Any]:
     state: dict[str, Any] = {"topic": data.topic, "trace": []}
     if message:
         state["messages"] = [HumanMessage(content=message)]
     return state
-
-
-AGENT = register(Agent(
-    name="dev",
-    version="1",
-    description="HITL demo: asks for a name (input), a color (select), extras "
-                "(multiSelect) and an approval, then writes a summary.",
-    input_model=DevInput,
-    builder=build,
-    initial_state=initial_state,
-    model_tokens=False,  # its messages are whole node outputs
-))

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from hitl.ask import (
     hitl_approval,
@@ -23,7 +23,6 @@ from hitl.ask import (
     hitl_select,
     hitl_unlock,
 )
-from runs.registry import Agent, register
 
 PLAN_SCHEMA = {
     "type": "object",
@@ -34,10 +33,6 @@ PLAN_SCHEMA = {
     "required": ["title", "steps"],
     "additionalProperties": False,
 }
-
-
-class ShowcaseInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ShowcaseState(TypedDict, total=False):
@@ -107,13 +102,5 @@ def build() -> StateGraph:
     return graph
 
 
-AGENT = register(Agent(
-    name="showcase",
-    version="1",
-    description="One interrupt of every interaction kind: input, select, multiSelect, modal, "
-                "unlock, review (edit validated against a schema) and approval.",
-    input_model=ShowcaseInput,
-    builder=build,
-    initial_state=lambda data, message: {"answers": []},
-    model_tokens=False,  # its messages are whole node outputs
-))
+def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
+    return {"answers": []}

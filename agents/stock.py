@@ -25,12 +25,11 @@ from langchain_core.messages import (
 )
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from agents.chat_model import get_chat_model, offline_reply
 from hitl.ask_tools import ASK_TOOLS
 from hitl.tool_approval import tools_node
-from runs.registry import Agent, register
 
 DATA = Path(__file__).resolve().parent / "data" / "companies.json"
 MAX_ASKS = 3
@@ -64,12 +63,6 @@ def lookup(text: str) -> list[dict[str, Any]]:
 
 def _label(company: dict[str, Any]) -> str:
     return f"{company['name']} ({company['ts_code']})"
-
-
-class StockInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(default="", max_length=500,
-                       description="company name, alias or code (or send it as the message)")
 
 
 class StockState(TypedDict, total=False):
@@ -161,15 +154,3 @@ def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
     if query:
         state["messages"] = [HumanMessage(content=query)]
     return state
-
-
-AGENT = register(Agent(
-    name="stock",
-    version="1",
-    description="Stock lookup (the seed's tushare graph) over a shipped table of listed "
-                "companies: asks for a name when none is given (ask_input), asks which one "
-                "when several match (ask_choice), then answers from the data.",
-    input_model=StockInput,
-    builder=build,
-    initial_state=initial_state,
-))

@@ -35,12 +35,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agents.catalog import DOC_REF
 from agents.chat_model import get_chat_model, offline_skill
 from hitl.ask import hitl_review
-from runs.registry import Agent, register
 
 MAX_REVISION_ROUNDS = 2
-DOC_REF = r"docs://(versions|uploads)/[A-Za-z0-9][A-Za-z0-9._-]*\.md"
 DOCS_DIR = Path(settings.BASE_DIR) / "docs" / "versions"
 COMMAND_RE = re.compile(r"^\s*/tasklist\s+@(" + DOC_REF + r")\s*$")
 FEATURE_RE = re.compile(r"^\s*[-*]\s+(?P<title>.+?)\s*\((?P<days>\d+)\s*d\)\s*$")
@@ -89,14 +88,6 @@ def _closed_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 STRATEGY_SCHEMA = _closed_schema(SplitStrategy)
 DRAFT_SCHEMA = _closed_schema(TasklistDraft)
-
-
-class TasklistInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    doc: str | None = Field(default=None, pattern="^" + DOC_REF + "$",
-                            description="docs://versions/<name>.md (shipped) or "
-                                        "docs://uploads/<name>.md (uploaded by you); "
-                                        "or send the message '/tasklist @<doc>'")
 
 
 class TasklistState(TypedDict, total=False):
@@ -479,15 +470,3 @@ def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
     if message:
         state["messages"] = [HumanMessage(content=message)]
     return state
-
-
-AGENT = register(Agent(
-    name="tasklist",
-    version="1",
-    description="Splits a version plan (docs://versions/<name>.md) into a tasklist: strategy "
-                "review (approve / edit / reject / respond), revision review only when the "
-                "draft needs it, at most two revision rounds; blocked on a thin plan.",
-    input_model=TasklistInput,
-    builder=build,
-    initial_state=initial_state,
-))

@@ -261,12 +261,9 @@ EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"
 
 # --- agentsite ---------------------------------------------------------------
-# Modules that register agents; each is imported once by the registry.
-AGENTSITE_AGENT_MODULES = env_list(
-    "AGENTSITE_AGENT_MODULES",
-    ["agents.dev", "agents.showcase", "agents.approvals", "agents.tasklist", "agents.assistant",
-     "agents.stock"]
-)
+# Modules that register agents (runs.registry); every process, web included, imports them
+# once: they hold metadata only and name each graph by dotted path (agents/catalog.py).
+AGENTSITE_AGENT_MODULES = env_list("AGENTSITE_AGENT_MODULES", ["agents.catalog"])
 # Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
 # anthropic:…, ollama:…); empty → the built-in offline model (agents/chat_model.py).
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -73,3 +74,21 @@ def setup_checkpoint_tables() -> None:
     with Connection.connect(conninfo(), autocommit=True, prepare_threshold=0,
                             row_factory=dict_row) as conn:
         PostgresSaver(conn).setup()
+
+
+def thread_values(thread_id: str) -> dict[str, Any]:
+    """The graph state of a thread's latest checkpoint, read without its graph.
+
+    For web processes, which compile no graph: the checkpointer's public ``get_tuple``
+    and the checkpoint's ``channel_values``, minus LangGraph's own channels (names
+    starting with ``__``, and edge triggers such as ``branch:to:<node>`` or
+    ``join:…``, the only names with a colon). That is ``graph.get_state(config).values``
+    for an ended thread, and for a paused one unless the step that paused ran parallel
+    branches of which some finished: their writes wait in the checkpoint's pending writes
+    until the resume, and applying them takes the graph's reducers (get_state does so).
+    """
+    saved = get_checkpointer().get_tuple({"configurable": {"thread_id": thread_id}})
+    if saved is None:
+        return {}
+    return {key: value for key, value in saved.checkpoint["channel_values"].items()
+            if not key.startswith("__") and ":" not in key}

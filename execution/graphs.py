@@ -1,4 +1,7 @@
-"""The agents' graphs, compiled once per process with its Postgres checkpointer."""
+"""The agents' graphs, compiled once per worker process with its Postgres checkpointer.
+
+Graph code: only the Celery worker imports this (web processes know agents by their
+registry entries, ``runs.registry``)."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ def compiled(name: str) -> Any:
             found = _compiled.get(name)
             if found is None or found[0] is not agent:
                 found = _compiled[name] = (
-                    agent, agent.builder().compile(checkpointer=get_checkpointer()))
+                    agent, agent.build().compile(checkpointer=get_checkpointer()))
     return found[1]
 
 

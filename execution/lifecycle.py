@@ -163,7 +163,7 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     if text is None:
         user_message = run.messages.filter(role=Message.Role.USER).first()
         text = user_message.content if user_message else ""
-    return spec.initial_state(spec.input_model.model_validate(run.input), text)
+    return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
 def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:

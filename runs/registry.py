@@ -1,7 +1,12 @@
-"""Graph registry: every agent has a name, a version, a description and an input schema.
+"""Agent registry: every agent has a name, a version, a description and an input schema.
 
-Agents register themselves from the modules listed in settings.AGENTSITE_AGENT_MODULES;
-the worker compiles them with its checkpointer (``execution.graphs``).
+Agents are registered (``register(Agent(...))``) from the modules listed in
+settings.AGENTSITE_AGENT_MODULES, which every process imports, web processes included.
+An entry is metadata only: its graph is named by a dotted path (``builder``, with
+``initial_state``), imported only by the Celery worker, which compiles it with its
+checkpointer (``execution.graphs``). So a module listing agents imports no LangGraph,
+LangChain model or ``hitl.ask`` code: keep each agent's graph in a module of its own
+(``agents/catalog.py`` lists the shipped agents, ``agents/dev.py`` is one graph).
 A run records the version it started with; a resume under a different version is
 refused unless the agent lists the old version in ``compatible_versions``.
 """
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from langgraph.graph import StateGraph
+from django.utils.module_loading import import_string
 from pydantic import BaseModel
 
 
@@ -40,10 +45,12 @@ class Agent:
     version: str
     description: str
     input_model: type[BaseModel]
-    # Returns the uncompiled graph; compiled once per process with the checkpointer.
-    builder: Callable[[], StateGraph]
-    # Builds the graph's first state from the validated input and the user's message.
-    initial_state: Callable[[BaseModel, str], dict[str, Any]]
+    # Dotted path ("agents.dev.build") of a function returning the uncompiled graph (a
+    # LangGraph StateGraph); imported and compiled only in the worker (execution.graphs).
+    builder: str
+    # Dotted path of a function building the graph's first state from the validated
+    # input and the user's message, ``f(input, message) -> dict``; called by the worker.
+    initial_state: str
     compatible_versions: frozenset[str] = field(default_factory=frozenset)
     # Who may decide its interrupts and by when (defaults: anyone allowed, no deadline).
     policy: Policy = field(default_factory=Policy)
@@ -59,6 +66,15 @@ class Agent:
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_model.model_json_schema()
+
+    def build(self) -> Any:
+        """The uncompiled graph (imports the graph's module: worker only)."""
+        return import_string(self.builder)()
+
+    def start_state(self, data: BaseModel, message: str) -> dict[str, Any]:
+        """The graph's first state (imports the graph's module: worker only)."""
+        make: Callable[[BaseModel, str], dict[str, Any]] = import_string(self.initial_state)
+        return make(data, message)
 
 
 _agents: dict[str, Agent] = {}

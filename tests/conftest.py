@@ -52,12 +52,10 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     port = free_port()
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
-           # Test-only agents with a call log (tests/counting_agents.py), on the offline model.
+           # Test-only agents (tests/agent_catalog.py: a call log, faults, slow steps,
+           # policies), on the offline model.
            "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
-                                                "tests.counting_agents",
-                                                "tests.faulty_agents",
-                                                "tests.slow_agents",
-                                                "tests.policy_agents"]),
+                                                "tests.agent_catalog"]),
            "AGENT_MODEL": "",
            # Deadlines swept every 0.5 s; webhook retries after 0.2 s, 0.4 s, ….
            "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2",

@@ -2,8 +2,8 @@
 callback handler that logs every node start / end / interrupt, chat model call and tool
 call to a Redis list per thread (``calls:<thread_id>``).
 
-Loaded by the test worker and server through AGENTSITE_AGENT_MODULES (tests/conftest.py),
-so the count is taken in the real worker process, across pause and resume.
+Registered in tests/agent_catalog.py and built by the real worker process, so the count
+is taken there, across pause and resume.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from langgraph.errors import GraphInterrupt
 from langgraph.graph import StateGraph
 
 from agents import assistant, tasklist
-from runs.registry import Agent, register
 
 _redis = redis.Redis(**settings.EVENTSTREAM_REDIS)
 
@@ -88,8 +87,5 @@ def counted(build):
     return builder
 
 
-for spec in (tasklist.AGENT, assistant.AGENT):
-    register(Agent(name=f"{spec.name}_counted", version=spec.version,
-                   description=f"{spec.name} with a call log (tests only)",
-                   input_model=spec.input_model, builder=counted(spec.builder),
-                   initial_state=spec.initial_state))
+tasklist_build = counted(tasklist.build)
+assistant_build = counted(assistant.build)

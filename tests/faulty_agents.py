@@ -1,6 +1,6 @@
 """Test-only agent whose graph raises after its first question is answered.
 
-Loaded by the test worker and server through AGENTSITE_AGENT_MODULES (tests/conftest.py).
+Registered in tests/agent_catalog.py; only the test worker imports this.
 """
 
 from __future__ import annotations
@@ -8,14 +8,9 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from hitl.ask import hitl_input
-from runs.registry import Agent, register
-
-
-class FaultyInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class FaultyState(TypedDict, total=False):
@@ -40,6 +35,5 @@ def build() -> StateGraph:
     return graph
 
 
-register(Agent(name="faulty", version="1", description="raises after one answer (tests)",
-               input_model=FaultyInput, builder=build,
-               initial_state=lambda data, message: {}))
+def initial_state(data: BaseModel, message: str) -> dict[str, Any]:
+    return {}

@@ -2,7 +2,7 @@
 run's input (the ``hitl_*`` helper keyword arguments), and one agent with a registry
 policy (four-eyes, a deadline). The run's result is the answer the graph received.
 
-Loaded by the test worker and server through AGENTSITE_AGENT_MODULES (tests/conftest.py).
+Registered in tests/agent_catalog.py; only the test worker imports this.
 """
 
 from __future__ import annotations
@@ -10,18 +10,9 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel, ConfigDict
 
 from hitl.ask import hitl_approval, hitl_input, hitl_review
-from runs.registry import Agent, Policy, register
-
-
-class AskInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: str = "approval"  # approval | review | input | tool
-    tool: str = "file_ticket"
-    details: dict[str, Any] | None = None
-    policy: dict[str, Any] = {}
+from tests.agent_catalog import AskInput
 
 
 class AskState(TypedDict, total=False):
@@ -50,7 +41,7 @@ def ask(state: AskState) -> dict[str, Any]:
     return {"answer": answer, "outcome": "completed", "result": {"answer": answer}}
 
 
-def _build() -> StateGraph:
+def build() -> StateGraph:
     graph = StateGraph(AskState)
     graph.add_node("ask", ask)
     graph.add_edge(START, "ask")
@@ -58,21 +49,5 @@ def _build() -> StateGraph:
     return graph
 
 
-def _initial(data: AskInput, message: str) -> dict[str, Any]:
+def initial_state(data: AskInput, message: str) -> dict[str, Any]:
     return data.model_dump()
-
-
-register(Agent(name="policy_ask", version="1", description="one question, policy from input",
-               input_model=AskInput, builder=_build, initial_state=_initial))
-register(Agent(name="policy_foureyes", version="1",
-               description="one question; agent policy: four-eyes",
-               input_model=AskInput, builder=_build, initial_state=_initial,
-               policy=Policy(requester_may_decide=False)))
-register(Agent(name="policy_deadline", version="1",
-               description="one question; agent policy: a 1 s deadline",
-               input_model=AskInput, builder=_build, initial_state=_initial,
-               policy=Policy(timeout=1.0)))
-register(Agent(name="policy_quorum", version="1",
-               description="one question; agent policy: two approvals",
-               input_model=AskInput, builder=_build, initial_state=_initial,
-               policy=Policy(required_approvals=2)))

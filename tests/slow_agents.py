@@ -16,18 +16,12 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel, ConfigDict
 
 from hitl.ask import hitl_input
-from runs.registry import Agent, register
+from tests.agent_catalog import SlowInput
 from tests.counting_agents import CountedGraph, _redis
 
 STEP = float(os.environ.get("SLOW_STEP_SECONDS", "0.3"))
-
-
-class SlowInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    topic: str = "slow"
 
 
 class SlowState(TypedDict, total=False):
@@ -70,6 +64,5 @@ def build() -> StateGraph:
     return graph
 
 
-register(Agent(name="slow_counted", version="1", description="slow steps (tests only)",
-               input_model=SlowInput, builder=build,
-               initial_state=lambda data, message: {"topic": data.topic, "trace": []}))
+def initial_state(data: SlowInput, message: str) -> dict[str, Any]:
+    return {"topic": data.topic, "trace": []}

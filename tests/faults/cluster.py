@@ -41,8 +41,7 @@ class Cluster:
                     "REDIS_URL": redis_url or settings.REDIS_URL, "CELERY_QUEUE": self.queue,
                     "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1", "AGENT_MODEL": "",
                     "AGENTSITE_AGENT_MODULES": ",".join([
-                        *settings.AGENTSITE_AGENT_MODULES, "tests.counting_agents",
-                        "tests.slow_agents"]),
+                        *settings.AGENTSITE_AGENT_MODULES, "tests.agent_catalog"]),
                     **RECOVERY_ENV, **extra}
         self.processes: list[Process] = []
         self.stopping = threading.Event()

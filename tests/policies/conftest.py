@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from rest_framework.authtoken.models import Token
 
-import tests.policy_agents  # noqa: F401 - the test agents, for services called in-process
+import tests.agent_catalog  # noqa: F401 - the test agents, for services called in-process
 from tests.helpers import start_run, wait_run
 
 

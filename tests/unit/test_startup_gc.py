@@ -21,7 +21,7 @@ def test_the_web_process_freezes_its_startup_objects():
     out = _run("import gc\nbefore = gc.get_freeze_count()\nimport agentsite.asgi\n"
                "print(before, gc.get_freeze_count())")
     before, after = map(int, out.split())
-    # Django, DRF, LangGraph, pydantic, the agents: well over 50,000 objects.
+    # Django, DRF, pydantic, the checkpointer (no graph code): well over 50,000 objects.
     assert before == 0 and after > 50_000, out
 
 

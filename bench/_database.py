@@ -34,12 +34,8 @@ def fresh_database() -> str:
     name = os.environ.get("BENCH_DATABASE", "agentsite_bench")
     if os.environ.get(_MADE) == name:  # a server this bench started: use the bench's one
         return name
-    url = os.environ.get("DATABASE_URL")
-    if not url:  # the embedded default, as the settings would start it
-        url = embedded.ensure_postgres()
-        if not os.environ.get("REDIS_URL"):
-            os.environ["REDIS_URL"] = embedded.ensure_redis()
-            os.environ["AGENTSITE_EMBEDDED"] = "1"
+    embedded.ensure_env(os.environ)  # the embedded server for any URL not given, as make run
+    url = os.environ["DATABASE_URL"]
     parsed = urlparse(url)
     with psycopg.connect(parsed._replace(path="/postgres").geturl(), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(

@@ -28,6 +28,7 @@ from datetime import timedelta
 import psycopg
 from django.conf import settings
 from django.utils import timezone
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg import errors as pg_errors
 
 from execution.checkpointer import get_checkpointer
@@ -39,8 +40,10 @@ BATCH = 200  # runs per sweep; a backlog (after an upgrade) drains over several 
 _NOTHING = {"runs": 0, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 0}
 
 
-def sweep(*, older_than: float | None = None, batch: int = BATCH) -> dict[str, int]:
-    """Prune the checkpoints of threads whose run ended; returns counts for the log."""
+def sweep(*, older_than: float | None = None, batch: int = BATCH,
+          saver: BaseCheckpointSaver | None = None) -> dict[str, int]:
+    """Prune the checkpoints of threads whose run ended; returns counts for the log.
+    ``saver``: this process's checkpointer unless given (a test gives one that fails)."""
     if settings.AGENTSITE_CHECKPOINT_HISTORY == "all":
         return dict(_NOTHING)
     wait = settings.CHECKPOINT_PRUNE_AFTER_SECONDS if older_than is None else older_than
@@ -53,7 +56,7 @@ def sweep(*, older_than: float | None = None, batch: int = BATCH) -> dict[str, i
     threads = {thread_id for _pk, thread_id in runs}
     busy = set(AgentRun.objects.filter(thread_id__in=threads, status__in=AgentRun.ACTIVE)
                .values_list("thread_id", flat=True))
-    saver = get_checkpointer()
+    saver = saver or get_checkpointer()
     pruned, kept, retry = 0, 0, set()
     for thread_id in sorted(threads - busy):
         try:

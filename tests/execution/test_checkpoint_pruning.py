@@ -118,24 +118,29 @@ def test_beat_sends_the_sweep_and_the_worker_prunes(api):
     assert _state(thread) == state
 
 
-def test_a_failing_prune_stops_the_sweep_or_keeps_that_thread(api, monkeypatch):
+class FailingSaver(PostgresSaver):
+    """The real saver whose prune fails as LangGraph's can (Postgres gone, a bad thread)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(conn=None)  # type: ignore[arg-type]  # prune is all the sweep calls
+        self.error = error
+
+    def prune(self, thread_ids, *, strategy="keep_latest"):  # noqa: ANN001, ANN201, ARG002
+        raise self.error
+
+
+def test_a_failing_prune_stops_the_sweep_or_keeps_that_thread(api):
     client = api("owner")
     run = _complete(client)
     thread, rows = run["thread_id"], _rows(run["thread_id"])
 
-    def unreachable(self, thread_ids, *, strategy):  # noqa: ANN001, ARG001
-        raise psycopg.OperationalError("connection refused")
-
-    monkeypatch.setattr(PostgresSaver, "prune", unreachable)
+    unreachable = FailingSaver(psycopg.OperationalError("connection refused"))
     with pytest.raises(psycopg.OperationalError):
-        checkpoint_pruning.sweep(older_than=0)
+        checkpoint_pruning.sweep(older_than=0, saver=unreachable)
     assert not AgentRun.objects.get(pk=run["id"]).checkpoints_pruned  # tried again later
 
-    def broken(self, thread_ids, *, strategy):  # noqa: ANN001, ARG001
-        raise ValueError("a thread LangGraph cannot prune")
-
-    monkeypatch.setattr(PostgresSaver, "prune", broken)
-    assert checkpoint_pruning.sweep(older_than=0) == {
+    broken = FailingSaver(ValueError("a thread LangGraph cannot prune"))
+    assert checkpoint_pruning.sweep(older_than=0, saver=broken) == {
         "runs": 1, "threads_pruned": 0, "threads_busy": 0, "threads_kept": 1}
     assert AgentRun.objects.get(pk=run["id"]).checkpoints_pruned  # the queue moves on
     assert _rows(thread) == rows

@@ -252,10 +252,11 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "agentsite@localhost")
 # Links in notifications (decide page, conversation) start with this.
 AGENTSITE_BASE_URL = env_str("AGENTSITE_BASE_URL", "http://127.0.0.1:8000")
 
-# --- Events (django-eventstream over Redis) -----------------------------------
+# --- Events (our Redis event store and pub/sub, streams/) ----------------------
+# The pub/sub reader's connection (streams.pubsub).
 EVENTSTREAM_REDIS = redis_kwargs(REDIS_URL)
-# django-eventstream's RedisStorage, reading stored events with one MGET per batch.
-EVENTSTREAM_STORAGE_CLASS = "streams.storage.BatchedRedisStorage"
+# The event store (our layout, streams.keys), also as django-eventstream's storage class.
+EVENTSTREAM_STORAGE_CLASS = "streams.storage.EventStore"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
 EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"

@@ -45,6 +45,7 @@ from agents import dev  # noqa: E402
 from agentsite import timing  # noqa: E402
 from bench import _timing  # noqa: E402
 from bench._services import Stack, load, report, stock_checkpointer  # noqa: E402
+from streams.keys import PUBSUB_CHANNEL  # noqa: E402
 
 ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "tracing"]},
            {"approved": True}]
@@ -55,7 +56,7 @@ class Finishes:
 
     def __init__(self) -> None:
         self.pubsub = redis.Redis(**settings.EVENTSTREAM_REDIS).pubsub()
-        self.pubsub.subscribe("events_channel")
+        self.pubsub.subscribe(PUBSUB_CHANNEL)
         self.seen: dict[str, list[dict]] = {}
 
     def wait(self, run_id: str, count: int, timeout: float = 30) -> dict:

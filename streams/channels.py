@@ -1,18 +1,17 @@
-"""Who may read which event channel: django-eventstream's channel manager for agentsite.
+"""Who may read which event channel: our streams' rule, and django-eventstream's channel manager.
 
 Channels (written by streams/publish.py, named in streams/keys.py):
 - ``run-<run id>``: the run's AG-UI events — its owner, or a reviewer (may decide any run).
 - ``user-<user id>``: that user's interrupt-queue changes — that user only.
 - ``reviewers``: every user's interrupt-queue changes — reviewers only.
 
-The stream views check access before streaming; django-eventstream checks again each
-time a stream reads stored events (first read, catch-up after a burst). Every check
-gives its database connection back at once: an open stream must not hold one.
+The stream views (streams/sse.py) check ``may_read`` before streaming and again every
+30 s while open, giving the database connection back at once: an open stream must not
+hold one. ``ChannelManager`` gives django-eventstream's own paths the same rules.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -45,31 +44,19 @@ def may_read(user: Any, channel: str) -> bool:
 
 
 class ChannelManager(ChannelManagerBase):
-    """Channels come from our views (view kwargs), never from the query string."""
-
-    # How long one stream reuses an access decision: django-eventstream asks again at
-    # every read from the store (bursts cause many), and each ask costs a pooled
-    # connection; a revoked access still ends a stream within this time (at its next read).
-    RECHECK_AFTER = 30.0
+    """The same rules for django-eventstream's own paths (its views, GRIP): channels
+    come from our views (view kwargs), never from the query string."""
 
     def get_channels_for_request(self, request: Any, view_kwargs: dict) -> set[str]:
         return set(view_kwargs.get("channels", ()))
 
     def can_read_channel(self, user: Any, channel: str) -> bool:
-        if user is None:
-            return False
-        # The user object lives as long as its request (= the stream): cache on it.
-        decided = user.__dict__.setdefault("_stream_access", {})
-        ok, until = decided.get(channel, (False, 0.0))
-        if time.monotonic() < until:
-            return ok
         try:
-            ok = may_read(user, channel)
+            return may_read(user, channel)
         finally:
             release_db_connections()
-        decided[channel] = (ok, time.monotonic() + self.RECHECK_AFTER)
-        return ok
 
     def is_channel_reliable(self, channel: str) -> bool:
-        # Every channel is stored (RedisStorage), so Last-Event-ID can catch up on any.
+        # Every channel is stored (streams.storage.EventStore), so Last-Event-ID can
+        # catch up on any.
         return channel == REVIEWERS_CHANNEL or channel.startswith(("run-", "user-"))

@@ -1,17 +1,22 @@
-"""Every Redis name the event transport uses, in one place.
+"""Every Redis name the event transport uses, in one place: our own layout.
 
-The formats are django-eventstream's (``RedisStorage`` and its pub/sub fan-out), so
-the library's SSE machinery reads what ``streams.publish`` writes unchanged.
+Each channel has a counter (the last id given out) and one key per stored event, whose
+value is ``{"type": "message", "data": <event JSON>}``; every stored event is also
+published on ``PUBSUB_CHANNEL`` as ``{channel, event_type, data, pub_id}``. Written by
+``streams.publish`` (and ``streams.storage.EventStore``), read by the streams
+(``streams.follow``), the AG-UI relay, page rendering and recovery.
 """
 
 from __future__ import annotations
 
 # Where every stored event is also fanned out, for every web process.
-PUBSUB_CHANNEL = "events_channel"
+PUBSUB_CHANNEL = "agentsite:events"
 # Queue changes of every user, for reviewers (permission hitl.decide_interrupt), who may
 # decide anyone's interrupts: one channel instead of one subscription per user.
 REVIEWERS_CHANNEL = "reviewers"
-EVENT_KEY_PREFIX = "event:"
+EVENT_KEY_PREFIX = "agentsite:event:"
+# How long a stored event is kept (and an ended run's counter with it).
+EVENT_TTL_SECONDS = 24 * 60 * 60
 
 
 def run_channel(run_id: object) -> str:
@@ -26,7 +31,7 @@ def user_channel(user_id: object) -> str:
 
 def counter_key(channel: str) -> str:
     """The last event id given out on ``channel``."""
-    return f"event_counter:{channel}"
+    return f"agentsite:event-counter:{channel}"
 
 
 def event_key(channel: str, event_id: int) -> str:

@@ -1,8 +1,8 @@
 """Publishing events: AG-UI events on a run's channel, queue changes on user channels.
 
 Events are stored in Redis with per-channel ids (so a reconnect with Last-Event-ID
-gets what it missed) and fanned out to every web process (django-eventstream's
-formats; names in ``streams.keys``).
+gets what it missed) and fanned out to every web process (our layout, ``streams.keys``;
+one script, ``streams.storage.SEND_LUA``).
 """
 
 from __future__ import annotations
@@ -19,20 +19,13 @@ from ag_ui.core import BaseEvent
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django_eventstream.storage import EVENT_TIMEOUT
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agentsite import timing
-from streams.keys import (
-    EVENT_KEY_PREFIX,
-    PUBSUB_CHANNEL,
-    REVIEWERS_CHANNEL,
-    counter_key,
-    run_channel,
-    user_channel,
-)
+from streams.keys import REVIEWERS_CHANNEL, run_channel, user_channel
+from streams.storage import send_args
 
 log = logging.getLogger(__name__)
 _local = threading.local()
@@ -118,10 +111,9 @@ def redis_client() -> redis.Redis:
 def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
     """Publish now. Only for events that follow no uncommitted write.
 
-    Same keys and messages as django-eventstream's ``send_event`` with RedisStorage
-    (its SSE views read them unchanged), but one connection per thread and one
-    command per batch, whose answer is read later (``_Sender``), instead of a new
-    connection and three round trips per event.
+    What ``EventStore.append_event`` stores, but one connection per thread and one
+    command per batch, whose answer is read later (``_Sender``), instead of a round
+    trip per event.
     """
     events = list(events)
     payloads = [wire(event) for event in events]
@@ -135,48 +127,13 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
         timing.mark(run_id, f"publish_end:{last}")
 
 
-# Numbers each channel's batch, stores each event and fans it out, all channels in one
-# round trip (atomic, so ids and publish order agree). KEYS: the channels' counters; ARGV:
-# ttl, key prefix, fan-out channel, then per channel its name, n, ended (1/0) and n
-# payloads. Same keys and JSON shapes as django-eventstream. An ended channel's counter
-# expires with its events (it would otherwise stay forever, one key per run); INCRBY
-# keeps that expiry, so events published after the end (a live segment closing its
-# AG-UI run) do not make it lasting again, and nor does a counter made only then.
-_SEND_LUA = """
-local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
-for k = 1, #KEYS do
-  local channel, n, ended = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2] == '1'
-  if n > 0 then
-    local last = redis.call('INCRBY', KEYS[k], n)
-    for i = 1, n do
-      local id = last - n + i
-      local data = ARGV[a + 2 + i]
-      redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
-                 cjson.encode({type = 'message', data = data}))
-      redis.call('PUBLISH', fanout, cjson.encode(
-                 {channel = channel, event_type = 'message', data = data, pub_id = tostring(id)}))
-    end
-  end
-  if ended and redis.call('EXPIRE', KEYS[k], ttl) == 0 then
-    redis.call('SET', KEYS[k], 0, 'EX', ttl)
-  end
-  a = a + 3 + n
-end
-return #KEYS
-"""
-
-
 def _send(batches: dict[str, list[str]], ended: Collection[str] = ()) -> None:
-    """Store and fan out JSON ``data`` strings per channel, as django-eventstream's
-    ``send_event`` does, in one command for all of them. ``ended``: channels whose
-    counter now expires with their events (every one of them is a key of ``batches``)."""
-    keys, args = [], [EVENT_TIMEOUT * 60, EVENT_KEY_PREFIX, PUBSUB_CHANNEL]
-    for channel, payloads in batches.items():
-        keys.append(counter_key(channel))
-        args += [channel, len(payloads), int(channel in ended), *payloads]
+    """Store and fan out JSON ``data`` strings per channel, in one command for all of
+    them (``streams.storage.SEND_LUA``). ``ended``: channels whose counter now expires
+    with their events (every one of them is a key of ``batches``)."""
     # EVAL with the script's text: Redis finds it in its cache by hash, and there is no
     # NOSCRIPT answer to come back late after a restart (_Sender reads answers late).
-    _sender().send("EVAL", _SEND_LUA, len(keys), *keys, *args)
+    _sender().send(*send_args(batches, ended))
 
 
 # Answers read together, in one read from the socket, every this many sends.
@@ -270,7 +227,9 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[
     is committed. Events are recoverable (connect rebuilds a thread from the database);
     business state must not depend on them."""
     batch = list(events)
-    _outbox().add(run_channel(run_id), batch, run_id=run_id)
+    box = _Outbox()
+    box.add(run_channel(run_id), batch, run_id=run_id)
+    box.send_on_commit()
     return batch
 
 
@@ -278,21 +237,29 @@ def run_ended_on_commit(run_id: object) -> None:
     """The run has ended: once the transaction commits, its channel's event counter
     expires with its events (24 h), as they do. A counter lives as long as its run can
     still publish (a paused run's ids must not start again), and no longer."""
-    _outbox().end(run_channel(run_id))
+    box = _Outbox()
+    box.end(run_channel(run_id))
+    box.send_on_commit()
 
 
 def notify_user_on_commit(user_id: object, payload: dict) -> None:
     """Tell a user's pages and queue views, and the reviewers, that their queue changed."""
-    box = _outbox()
+    box = _Outbox()
     box.add(user_channel(user_id), [json.dumps(payload, cls=DjangoJSONEncoder)])
     box.add(REVIEWERS_CHANNEL, [json.dumps({**payload, "owner_id": user_id},
                                            cls=DjangoJSONEncoder)])
+    box.send_on_commit()
 
 
 class _Outbox:
-    """What one transaction (or savepoint) publishes on commit: every channel in one
-    command, in the order added (``_send``), from the callback registered with the
-    first of them. Run events are serialized at send time: callers add to the list."""
+    """What one call publishes on commit, every channel in one command (``_send``).
+
+    Each call registers its own ``on_commit`` callback (Django's public hook), so a
+    rolled-back transaction or savepoint drops exactly its own calls' events, and the
+    callbacks run in the order registered. A transaction with several calls sends one
+    command each; the sender does not wait for their answers (``_Sender``), so that is
+    one socket write more per call, not one round trip more. Run events are serialized
+    at send time: callers add to the list until the commit."""
 
     def __init__(self) -> None:
         self.items: list[tuple[str, list[Any]]] = []
@@ -306,6 +273,10 @@ class _Outbox:
 
     def end(self, channel: str) -> None:
         self.ended.add(channel)
+
+    def send_on_commit(self) -> None:
+        # Outside a transaction Django runs it at once, with the same robust logging.
+        transaction.on_commit(self.send, robust=True)
 
     def send(self) -> None:
         batches: dict[str, list[str]] = {}
@@ -325,40 +296,3 @@ class _Outbox:
         _send(batches, self.ended)
         for run_id, last in marks:
             timing.mark(run_id, f"publish_end:{last}")
-
-
-class _Immediate(_Outbox):
-    """No transaction: each addition goes out at once (Django's ``on_commit`` runs it
-    now, with the same robust logging)."""
-
-    def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
-        box = _Outbox()
-        box.add(channel, items, run_id)
-        transaction.on_commit(box.send, robust=True)
-
-    def end(self, channel: str) -> None:
-        box = _Outbox()
-        box.end(channel)
-        transaction.on_commit(box.send, robust=True)
-
-
-def _outbox() -> _Outbox:
-    """The transaction's latest outbox, if it can take more; else a new one, registered
-    with ``on_commit``. Only the latest of the same savepoint: a savepoint rolled back
-    takes its events with it, and outboxes go out in the order they were opened, so no
-    event overtakes one published before it. Outside a transaction what is added is
-    sent at once, as ``on_commit`` would."""
-    connection = transaction.get_connection()
-    if connection.get_autocommit():
-        return _Immediate()
-    level = tuple(connection.savepoint_ids)
-    latest = getattr(connection, "agentsite_outbox", None)
-    # Still waiting for this transaction's commit? A committed or rolled-back one's
-    # callback is gone from the connection's list (Django's own bookkeeping).
-    if latest is not None and latest[0] == level and any(
-            func == latest[1].send for _, func, _ in connection.run_on_commit):
-        return latest[1]
-    box = _Outbox()
-    transaction.on_commit(box.send, robust=True)
-    connection.agentsite_outbox = (level, box)
-    return box

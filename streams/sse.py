@@ -1,47 +1,32 @@
-"""Browser SSE streams (django-eventstream): a run's AG-UI events, a user's queue changes.
+"""Browser SSE streams: a run's AG-UI events, a user's queue changes.
 
 - ``GET /api/runs/<id>/events/``: the run's AG-UI events, from its first stored event
   (or after ``Last-Event-ID`` / ``?lastEventId=``), then live. Owner or reviewer.
 - ``GET /api/events/``: interrupt-queue changes (``{"type": "interrupts_changed",
   "run_id", "owner_id"?}``) from now on: the user's own, or everyone's for a reviewer.
 
-Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``.
-Ids grow by one per channel; a client drops ids it has already seen (static/agentsite/
-events.js does). Authentication (token or session) and access are checked before the
-response starts: anonymous → 401, someone else's run → 404, never a 200 that then fails.
-
-django-eventstream does the storage reads, the catch-up after Last-Event-ID and the
-event formatting (its ``stream()``). Three things are ours, and why:
-- the view: the library's ``events`` view checks access only inside the stream (a 200
-  with a ``stream-error`` event) and keeps the request's database connection for the
-  life of the stream; ours answers 401/404 first and gives the connection back;
-- the Redis pub/sub reader (``streams.pubsub``, shared with AG-UI): the library's
-  subscribes without waiting for the confirmation (the first stream of a process can
-  miss what is published meanwhile) and stops for good when the Redis connection drops.
-  Ours reconnects, and after every (re)subscription makes each open stream re-read
-  the store from its last id;
-- ``InOrder``, a filter on what the library's stream writes: it can repeat an event
-  or pass pub/sub's order through; ours drops repeats and fills gaps from the store.
+Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``
+(django-eventstream's wire format, which static/agentsite/events.js reads: a padding
+comment and ``event: stream-open`` first, ``event: keep-alive`` every 20 s of silence,
+``event: stream-error`` when access is lost). Ids grow by one per channel; each event is
+sent once, in id order, none skipped (``streams.follow``, shared with the AG-UI relay:
+stored events, then live ones from the process's pub/sub reader, which reconnects and
+then re-reads the store). Authentication (DRF: token or session) and access are checked
+before the response starts: anonymous → 401, someone else's run → 404, never a 200 that
+then fails; access is checked again every ``RECHECK_AFTER`` seconds while the stream is
+open. An open stream holds no database connection.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
-from django_eventstream.event import Event
-from django_eventstream.eventrequest import EventRequest
-from django_eventstream.utils import (
-    add_default_headers,
-    get_channelmanager,
-    get_storage,
-    make_id,
-    sse_encode_event,
-)
-from django_eventstream.views import Listener, ListenerManager, get_listener_manager, stream
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
@@ -50,99 +35,85 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
-from streams.channels import user_stream_channel
+from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
+from streams.follow import KEEPALIVE, ChannelEvents
 from streams.keys import run_channel
-from streams.pubsub import reader
 
 # Query parameters of django-eventstream meant for a GRIP proxy, which we do not run:
 # ``es-meta`` would name the channels and the user itself, ``recover`` needs the proxy.
 PROXY_PARAMS = ("es-meta", "recover")
+# How often an open stream checks again that its user may still read it.
+RECHECK_AFTER = 30.0
+KEEPALIVE_AFTER = 20.0
+# The first bytes: a comment that makes proxies and old browsers start delivering.
+OPENING = ":" + " " * 2048 + "\n\nevent: stream-open\ndata:\n\n"
 
 
-
-class _ToEventstream:
-    """Feeds the process's pub/sub reader into django-eventstream's listener manager."""
-
-    def __init__(self, manager: ListenerManager) -> None:
-        self.manager = manager
-
-    def on_message(self, body: dict[str, Any]) -> None:
-        self.manager.add_to_queues(body["channel"], Event(
-            body["channel"], body["event_type"], body["data"], id=body["pub_id"]))
-
-    def on_subscribed(self) -> None:
-        # Make every open stream re-read the store after its last id (``overflow``).
-        manager = self.manager
-        with manager.lock:
-            listeners = {li for group in manager.listeners_by_channel.values() for li in group}
-            for listener in listeners:
-                listener.overflow = True
-        for listener in listeners:
-            listener.wake_threadsafe()
-
-
-def ensure_reading() -> None:
-    """Hook this process's pub/sub reader up once (instead of django-eventstream's own)."""
-    manager = get_listener_manager()
-    with manager.lock:
-        if manager.redis_listener_started:
-            return
-        manager.redis_listener_started = True  # the library then starts none
-    reader().add(_ToEventstream(manager))
+def last_event_id(request: Request, channel: str) -> int | None:
+    """The id after which ``channel`` resumes (``Last-Event-ID``, else the last non-empty
+    ``lastEventId`` parameter), or None. Ids of other channels are ignored."""
+    raw = request.headers.get("Last-Event-ID") or next(
+        (v for v in reversed(request.query_params.getlist("lastEventId")) if v), "")
+    if not raw:
+        return None
+    if raw == "error":
+        raise ValidationError({"Last-Event-ID": ["cannot resume after stream-error"]})
+    found = None
+    for part in raw.split(","):
+        name, sep, number = part.rpartition(":")
+        if not sep or not name:
+            raise ValidationError({"Last-Event-ID": ["failed to parse"]})
+        if unquote(name) == channel:
+            try:
+                found = int(number)
+            except ValueError:
+                raise ValidationError({"Last-Event-ID": ["not an event id"]}) from None
+            if found < 0:
+                raise ValidationError({"Last-Event-ID": ["not an event id"]})
+    return found
 
 
-class InOrder:
-    """What leaves a stream: each event once, in id order, none skipped.
+def sse_event(event: str, data: str, event_id: str | None = None) -> str:
+    out = f"event: {event}\n"
+    if event_id is not None:
+        out += f"id: {event_id}\n"
+    return out + "".join(f"data: {line}\n" for line in data.splitlines() or [""]) + "\n"
 
-    django-eventstream's stream can repeat an event (one read from the store and then
-    also delivered by pub/sub) and passes pub/sub's order and gaps through (two
-    publishers of one channel can publish ids 6 and 7 in either order). Its output is
-    whole SSE events, so this filter works on that text: a repeated id is dropped, and
-    before an id that skips some, the missing ones are read from the store.
-    """
 
-    FILL_TRIES, FILL_WAIT = 5, 0.02  # an id is stored a moment after it is counted
+def _still_allowed(user: Any, channel: str) -> bool:
+    try:
+        return may_read(user, channel)
+    finally:
+        release_db_connections()
 
-    def __init__(self, last_ids: dict[str, str]) -> None:
-        self.last = {channel: int(n) for channel, n in last_ids.items()}
 
-    async def __call__(self, chunk: str) -> str:
-        out = []
-        for block in chunk.split("\n\n"):
-            ident = next((line[4:] for line in block.split("\n") if line.startswith("id: ")),
-                         None)
-            if not block.startswith("event: message\n") or not ident or "," in ident:
-                out.append(block)  # control events, and ids of several channels
+async def channel_stream(user: Any, channel: str, after: int | None) -> AsyncIterator[str]:
+    """The SSE text of ``channel``: events after ``after`` (None: from now on)."""
+    yield OPENING
+    check = sync_to_async(_still_allowed)
+    checked_at = time.monotonic()
+    quoted = quote(channel)
+    async with ChannelEvents(channel) as events:
+        if after is None:
+            after = await events.counter()
+        async for item in events.follow(after=after, idle=5.0, idle_max=30.0,
+                                        keepalive=KEEPALIVE_AFTER):
+            if item is KEEPALIVE:
+                yield "event: keep-alive\ndata:\n\n"
                 continue
-            quoted, _, number = ident.rpartition(":")
-            channel, n = unquote(quoted), int(number)
-            last = self.last.get(channel)
-            if last is not None and n <= last:
-                continue  # sent already
-            if last is not None and n > last + 1:
-                out.extend(await self._missing(channel, last, n))
-            self.last[channel] = n
-            out.append(block)
-        return "\n\n".join(out)
-
-    async def _missing(self, channel: str, last: int, n: int) -> list[str]:
-        read = sync_to_async(get_storage().get_events)
-        for _ in range(self.FILL_TRIES):
-            found = await read(channel, last, limit=n - last - 1)
-            if len(found) == n - last - 1:
-                break
-            await asyncio.sleep(self.FILL_WAIT)
-        return [sse_encode_event(e.type, e.data, event_id=make_id({channel: e.id})).rstrip("\n")
-                for e in found]
-
-
-async def _live(event_request: EventRequest, listener: Listener, in_order: InOrder):
-    ensure_reading()
-    async for chunk in stream(event_request, listener):
-        chunk = await in_order(chunk)
-        if chunk:
-            yield chunk
+            if time.monotonic() - checked_at >= RECHECK_AFTER:
+                if not await check(user, channel):
+                    yield sse_event("stream-error", json.dumps({
+                        "condition": "forbidden",
+                        "text": f"Permission denied to channels: {channel}",
+                        "channels": [channel]}), event_id="error")
+                    return
+                checked_at = time.monotonic()
+            if item is None:
+                continue
+            event_id, data = item
+            yield sse_event("message", data, event_id=f"{quoted}:{event_id}")
 
 
 LAST_EVENT_ID = OpenApiParameter(
@@ -161,7 +132,7 @@ STREAM_RESPONSE = OpenApiResponse(
 
 
 class EventStreamView(APIView):
-    """Authenticate (DRF: token or session), check access, then hand over to the stream."""
+    """Authenticate (DRF: token or session), check access, then stream."""
 
     def perform_content_negotiation(self, request: Request, force: bool = False):
         # Errors are JSON whatever the Accept header (EventSource asks for
@@ -173,27 +144,16 @@ class EventStreamView(APIView):
         for name in PROXY_PARAMS:
             if name in request.query_params:
                 raise ValidationError({name: ["not supported"]})
-        plain = request._request
-        plain.user = request.user  # as DRF authenticated it (token or session)
-        try:
-            event_request = EventRequest(plain, view_kwargs={"channels": [channel]})
-        except EventRequest.Error as err:
-            raise ValidationError({"Last-Event-ID": [str(err)]}) from None
-        if from_start and channel not in event_request.channel_last_ids:
-            event_request.channel_last_ids[channel] = "0"  # from the first stored event
-        try:
-            in_order = InOrder(event_request.channel_last_ids)
-        except ValueError:
-            raise ValidationError({"Last-Event-ID": ["not an event id"]}) from None
-        # Nothing below touches the database until the stream re-checks access
-        # (which gives its connection back itself).
+        after = last_event_id(request, channel)
+        if after is None and from_start:
+            after = 0  # from the first stored event
+        # The stream touches the database only to check access again (and gives that
+        # connection back itself).
         release_db_connections()
-        listener = Listener()
-        listener.user_id = request.user.pk
-        listener.channels = event_request.channels
-        response = StreamingHttpResponse(_live(event_request, listener, in_order),
+        response = StreamingHttpResponse(channel_stream(request.user, channel, after),
                                          content_type="text/event-stream")
-        add_default_headers(response, request=plain)
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
         return response
 
 
@@ -206,9 +166,7 @@ class RunEventsView(EventStreamView):
     def get(self, request: Request, run_id: str) -> Any:
         """The run's AG-UI events: all stored ones (or those after Last-Event-ID), then live."""
         channel = run_channel(run_id)
-        # The channel manager's check (cached for the stream's own first read).
-        allowed = get_channelmanager().can_read_channel(request.user, channel)
-        if not allowed:
+        if not may_read(request.user, channel):
             raise NotFound("run not found")
         return self.open_stream(request, channel, from_start=True)
 

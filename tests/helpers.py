@@ -9,9 +9,8 @@ from typing import Any
 import httpx
 import redis
 from django.conf import settings
-from django_eventstream.storage import EVENT_TIMEOUT
 
-from streams.keys import counter_key, event_key, run_channel
+from streams.keys import EVENT_TTL_SECONDS, counter_key, event_key, run_channel
 from streams.publish import wait_published
 
 FINAL = {"completed", "rejected", "blocked", "failed", "cancelled"}
@@ -64,7 +63,7 @@ def counter_ttl(run_id: str) -> int:
 
 def counter_expires_with_events(run_id: str) -> bool:
     """The run's counter expires, and within the stored events' 24 h."""
-    return 0 < counter_ttl(run_id) <= EVENT_TIMEOUT * 60
+    return 0 < counter_ttl(run_id) <= EVENT_TTL_SECONDS
 
 
 def published_events(run_id: str) -> list[dict[str, Any]]:

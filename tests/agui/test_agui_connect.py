@@ -12,6 +12,7 @@ import redis
 from django.conf import settings
 
 from runs.models import AgentRun
+from streams.keys import counter_key, event_key, run_channel
 from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
 from tests.agui_rules import validate_events
 
@@ -20,9 +21,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _empty_event_store(run_id: str) -> None:
     r = redis.Redis(**settings.EVENTSTREAM_REDIS)
-    keys = list(r.scan_iter(f"event:run-{run_id}:*")) + [f"event_counter:run-{run_id}"]
+    channel = run_channel(run_id)
+    stored = f"{event_key(channel, 0)[:-1]}*"  # every stored event of the channel
+    keys = list(r.scan_iter(stored)) + [counter_key(channel)]
     r.delete(*keys)
-    assert not list(r.scan_iter(f"event:run-{run_id}:*"))
+    assert not list(r.scan_iter(stored))
 
 
 def test_refresh_recovery_after_event_store_emptied(api):

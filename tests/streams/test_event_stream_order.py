@@ -11,8 +11,8 @@ import json
 import pytest
 import redis
 from django.conf import settings
-from django_eventstream.storage import EVENT_TIMEOUT
 
+from streams.keys import EVENT_TTL_SECONDS, PUBSUB_CHANNEL, counter_key, event_key
 from tests.helpers import published_events, start_run, wait_run
 from tests.sse_client import SseStream
 
@@ -31,24 +31,24 @@ def test_repeats_are_dropped_and_gaps_filled_from_the_store(api):
     r = redis.Redis(**settings.EVENTSTREAM_REDIS)
 
     def store(event_id: int, data: str) -> None:
-        r.set(f"event:{channel}:{event_id}", json.dumps({"type": "message", "data": data}),
-              ex=EVENT_TIMEOUT * 60)
+        r.set(event_key(channel, event_id), json.dumps({"type": "message", "data": data}),
+              ex=EVENT_TTL_SECONDS)
 
     def announce(event_id: int, data: str) -> None:
-        r.publish("events_channel", json.dumps({"channel": channel, "event_type": "message",
+        r.publish(PUBSUB_CHANNEL, json.dumps({"channel": channel, "event_type": "message",
                                                 "data": data, "pub_id": str(event_id)}))
 
     with SseStream(client, f"/api/runs/{run['id']}/events/") as stream:
         stored = len(published_events(run["id"]))
         got = [stream.next() for _ in range(stored)]
-        a = r.incr(f"event_counter:{channel}")  # publisher A takes an id...
-        b = r.incr(f"event_counter:{channel}")  # ...publisher B the next one
+        a = r.incr(counter_key(channel))  # publisher A takes an id...
+        b = r.incr(counter_key(channel))  # ...publisher B the next one
         store(a, custom(a))
         store(b, custom(b))
         announce(b, custom(b))  # B is announced first
         announce(b, custom(b))  # and twice
         announce(a, custom(a))  # A comes late
-        c = r.incr(f"event_counter:{channel}")
+        c = r.incr(counter_key(channel))
         store(c, custom(c))
         announce(c, custom(c))
         got += [stream.next() for _ in range(3)]

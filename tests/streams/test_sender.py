@@ -16,7 +16,7 @@ from django.conf import settings
 
 from agui.events import step_started
 from streams import publish
-from streams.keys import counter_key, run_channel
+from streams.keys import counter_key, event_key, run_channel
 from tests.helpers import published_events
 
 
@@ -64,7 +64,7 @@ def test_a_connection_broken_while_quiet_is_replaced_and_the_send_goes(sender, m
     publish.publish(run_id, [step_started("after")])
     assert [e["stepName"] for e in published_events(run_id)] == ["before", "after"]
     assert publish._sender().client.client_id() != ours
-    stored = json.loads(r.get(f"event:{run_channel(run_id)}:2"))
+    stored = json.loads(r.get(event_key(run_channel(run_id), 2)))
     assert json.loads(stored["data"])["stepName"] == "after"
 
 

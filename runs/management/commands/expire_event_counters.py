@@ -3,12 +3,11 @@ import uuid
 import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django_eventstream.storage import EVENT_TIMEOUT
 
 from runs.models import AgentRun
-from streams.keys import counter_key, run_channel
+from streams.keys import EVENT_TTL_SECONDS, counter_key, run_channel
 
-_PREFIX = counter_key(run_channel(""))  # "event_counter:run-"
+_PREFIX = counter_key(run_channel(""))  # "agentsite:event-counter:run-"
 
 
 class Command(BaseCommand):
@@ -37,10 +36,10 @@ class Command(BaseCommand):
             pk__in=chunk, status__in=AgentRun.FINISHED).values_list("pk", flat=True)]
         with r.pipeline(transaction=False) as pipe:
             for pk in ended:
-                pipe.expire(ids[pk], EVENT_TIMEOUT * 60)
+                pipe.expire(ids[pk], EVENT_TTL_SECONDS)
             pipe.execute()
         self.stdout.write(f"{len(ended)} counters of ended runs now expire in "
-                          f"{EVENT_TIMEOUT // 60} h; {len(ids) - len(ended)} kept "
+                          f"{EVENT_TTL_SECONDS // 3600} h; {len(ids) - len(ended)} kept "
                           f"(runs not ended, or not in this database)")
 
 

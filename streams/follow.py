@@ -1,0 +1,115 @@
+"""Following one event channel: its stored events, then live ones, each once, in id order.
+
+Every event is published twice (``streams.publish``): stored under its id in the event
+store and fanned out on pub/sub. A follower listens first (the process's one pub/sub
+reader, ``streams.pubsub``), then reads the stored events it missed, then follows
+pub/sub; ids drop the overlap and repeats, and a hole in the live ids (two publishers of
+one channel, or pub/sub reconnecting) is filled from the store. Used by the SSE streams
+(``streams.sse``) and the AG-UI relay (``agui.relay``). Nothing here touches Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from streams.keys import counter_key, event_key
+from streams.pubsub import reader
+
+KEEPALIVE = object()  # yielded when the stream should send an SSE comment
+CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
+
+
+class ChannelEvents:
+    """Stored and live events of one channel, in id order, each exactly once. Items are
+    ``(id, wrap(data))``, ``data`` being the event's JSON text as published."""
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+        self.reader = reader()
+        self.client = self.reader.client
+        self.queue: asyncio.Queue = asyncio.Queue()
+
+    def wrap(self, data: str) -> Any:
+        return data
+
+    # The reader's listener interface (streams.pubsub.Listener).
+    def on_message(self, body: dict[str, Any]) -> None:
+        if body.get("channel") == self.channel:
+            self.queue.put_nowait(body)
+
+    def on_subscribed(self) -> None:
+        self.queue.put_nowait(CATCH_UP)
+
+    async def __aenter__(self) -> ChannelEvents:
+        # Listen before anything is read from the store, so no event falls between.
+        self.reader.add(self)
+        await self.reader.subscribed()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.reader.discard(self)
+
+    async def counter(self) -> int:
+        return int(await self.client.get(counter_key(self.channel)) or 0)
+
+    async def stored(self, first: int, last: int) -> list[tuple[int, Any]]:
+        """Stored events with ids first..last (expired ones are skipped)."""
+        if last < first:
+            return []
+        keys = [event_key(self.channel, i) for i in range(first, last + 1)]
+        out = []
+        for event_id, raw in zip(range(first, last + 1), await self.client.mget(keys),
+                                 strict=True):
+            if raw is not None:
+                out.append((event_id, self.wrap(json.loads(raw)["data"])))
+        return out
+
+    async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
+                     keepalive: float = 15.0) -> AsyncIterator[tuple[int, Any] | None]:
+        """Events with id > ``after``: stored first, then live. Yields ``None`` after
+        ``idle`` seconds without an event (for the caller's watchdog; each further quiet
+        spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
+        is not polled every second) and ``KEEPALIVE`` every ``keepalive`` seconds of
+        silence."""
+        last = after
+        for item in await self.stored(last + 1, await self.counter()):
+            last = item[0]
+            yield item
+        quiet_since = time.monotonic()
+        wait = idle
+        while True:
+            try:
+                async with asyncio.timeout(wait):  # no task per event, as wait_for makes
+                    body = await self.queue.get()
+                wait = idle
+            except TimeoutError:
+                wait = min(idle_max, wait * 2)
+                if time.monotonic() - quiet_since >= keepalive:
+                    quiet_since = time.monotonic()
+                    yield KEEPALIVE  # type: ignore[misc]
+                # A quiet spell: look at the store too (the listener may have been
+                # reconnecting), then let the caller check the run.
+                for item in await self.stored(last + 1, await self.counter()):
+                    last = item[0]
+                    yield item
+                yield None
+                continue
+            if body is CATCH_UP:
+                for item in await self.stored(last + 1, await self.counter()):
+                    last = item[0]
+                    yield item
+                continue
+            event_id = int(body["pub_id"])
+            if event_id <= last:
+                continue
+            if event_id > last + 1:
+                for item in await self.stored(last + 1, event_id - 1):
+                    last = item[0]
+                    yield item
+            last = event_id
+            quiet_since = time.monotonic()
+            yield event_id, self.wrap(body["data"])

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 import httpx
+from celery import current_app as celery_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
@@ -24,7 +25,6 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from agentsite.celery import app as celery_app
 from hitl.models import AgentInterrupt, AgentWebhook, WebhookDelivery
 from runs.models import AgentRun
 
@@ -43,6 +43,11 @@ def send_task(name: str, *args: Any, **kwargs: Any) -> None:
         celery_app.send_task(name, args=args, kwargs=kwargs)
     except Exception as exc:
         log.warning("task %s not sent (broker unavailable): %s", name, exc)
+
+
+def on_run_finished(sender: type, *, run: AgentRun, **kwargs: Any) -> None:
+    """``runs.signals.run_finished``: tell the assignees (or the requester) on commit."""
+    on_commit("run.finished", run=run)
 
 
 def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = None,

@@ -13,14 +13,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from celery import current_app as celery_app
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
-from agentsite.celery import app as celery_app
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
+from runs.signals import run_finished
 from streams.publish import run_ended_on_commit
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,6 @@ Status = AgentRun.Status
 # The worker's task, by name: `execution.tasks` defines it. The name predates the
 # package and stays, so messages already queued under it keep working.
 EXECUTE_TASK = "runs.tasks.run_execute"
-# Notifications (``hitl.tasks.notify_event``).
-RUN_FINISHED_TASK = "hitl.notify"
 
 
 def run_locked(pk: Any) -> AgentRun | None:
@@ -90,12 +89,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     if to in AgentRun.FINISHED:
         run_ended_on_commit(run.id)  # its event counter now expires with its events
     if to in AgentRun.FINISHED and notify:
-        # Tell the assignees (or the requester) that the run ended: the hitl layer's task,
-        # by name (hitl is the layer above), after commit.
-        run_id = str(run.id)
-        # robust: with the broker down the notice is logged as lost; the change stands.
-        transaction.on_commit(lambda: celery_app.send_task(
-            RUN_FINISHED_TASK, kwargs={"event": "run.finished", "run_id": run_id}), robust=True)
+        # The hitl layer (above) tells the assignees or the requester, on commit.
+        run_finished.send(sender=AgentRun, run=run)
 
 
 def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = ()) -> None:

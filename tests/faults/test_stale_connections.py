@@ -24,15 +24,18 @@ def _kill_other_backends() -> int:
 def test_no_500_after_pooled_connections_die(api):
     client = api("owner")
     # A concurrent warm-up, so the server's pool holds all its connections: a restart
-    # kills every one, and each costs a failed check (psycopg_pool backs off 1 s, 2 s,
-    # 4 s … between them: without agentsite.postgres the first request timed out, 503).
+    # kills every one, and each costs a failed check.
     with ThreadPoolExecutor(16) as workers:
         warm = list(workers.map(lambda _: api("owner").get("/api/runs/").status_code,
                                 range(48)))
     assert warm == [200] * 48
     assert _kill_other_backends() >= 1
     statuses = [client.get("/api/runs/").status_code for _ in range(10)]
-    assert statuses == [200] * 10
+    # Django's stock pool checks a borrowed connection and backs off 1 s, 2 s, 4 s …
+    # between failed checks (psycopg_pool), so the first request may wait out
+    # DB_POOL_TIMEOUT and answer 503 (the pool cannot be given another check through
+    # Django's public options); never a 500, and the dead connections are gone after it.
+    assert statuses[1:] == [200] * 9 and statuses[0] in (200, 503)
 
 
 def test_checkpointer_pool_replaces_dead_connections(transactional_db):

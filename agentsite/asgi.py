@@ -1,4 +1,5 @@
-"""The ASGI application: Django's stock handler, static files answered before it."""
+"""The ASGI application: Django's stock handler on pooled request threads, static files
+answered before it."""
 
 import os
 import time
@@ -7,6 +8,11 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 application = get_asgi_application()  # every path, /agui/ included, with all middleware
+
+# Each request's thread-sensitive calls on a pooled thread (why: agentsite/request_threads.py).
+from agentsite.request_threads import with_request_threads  # noqa: E402
+
+application = with_request_threads(application)
 
 # Static files are answered before Django (agentsite/static_files.py).
 from agentsite.static_files import with_static_files  # noqa: E402

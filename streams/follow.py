@@ -20,6 +20,7 @@ from streams.keys import counter_key, event_key
 from streams.pubsub import reader
 
 KEEPALIVE = object()  # yielded when the stream should send an SSE comment
+FLUSH = object()  # yielded (if asked for) when no event is waiting: write what you have
 CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
 
 
@@ -69,12 +70,14 @@ class ChannelEvents:
         return out
 
     async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
-                     keepalive: float = 15.0) -> AsyncIterator[tuple[int, Any] | None]:
+                     keepalive: float = 15.0,
+                     flushes: bool = False) -> AsyncIterator[tuple[int, Any] | None]:
         """Events with id > ``after``: stored first, then live. Yields ``None`` after
         ``idle`` seconds without an event (for the caller's watchdog; each further quiet
         spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
         is not polled every second) and ``KEEPALIVE`` every ``keepalive`` seconds of
-        silence."""
+        silence. ``flushes``: also yield ``FLUSH`` whenever no event is waiting, so a
+        caller can write a burst (one commit's events) in one send."""
         last = after
         for item in await self.stored(last + 1, await self.counter()):
             last = item[0]
@@ -82,6 +85,8 @@ class ChannelEvents:
         quiet_since = time.monotonic()
         wait = idle
         while True:
+            if flushes and self.queue.empty():
+                yield FLUSH  # type: ignore[misc]
             try:
                 async with asyncio.timeout(wait):  # no task per event, as wait_for makes
                     body = await self.queue.get()

@@ -37,7 +37,7 @@ from rest_framework.views import APIView
 from agentsite.api_docs import errors
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
-from streams.follow import KEEPALIVE, ChannelEvents
+from streams.follow import FLUSH, KEEPALIVE, ChannelEvents
 from streams.keys import run_channel
 
 # Query parameters of django-eventstream meant for a GRIP proxy, which we do not run:
@@ -94,11 +94,17 @@ async def channel_stream(user: Any, channel: str, after: int | None) -> AsyncIte
     check = sync_to_async(_still_allowed)
     checked_at = time.monotonic()
     quoted = quote(channel)
+    burst: list[str] = []
     async with ChannelEvents(channel) as events:
         if after is None:
             after = await events.counter()
         async for item in events.follow(after=after, idle=5.0, idle_max=30.0,
-                                        keepalive=KEEPALIVE_AFTER):
+                                        keepalive=KEEPALIVE_AFTER, flushes=True):
+            if item is FLUSH:  # nothing more waiting: a burst goes in one send
+                if burst:
+                    yield "".join(burst)
+                    burst.clear()
+                continue
             if item is KEEPALIVE:
                 yield "event: keep-alive\ndata:\n\n"
                 continue
@@ -113,7 +119,7 @@ async def channel_stream(user: Any, channel: str, after: int | None) -> AsyncIte
             if item is None:
                 continue
             event_id, data = item
-            yield sse_event("message", data, event_id=f"{quoted}:{event_id}")
+            burst.append(sse_event("message", data, event_id=f"{quoted}:{event_id}"))
 
 
 LAST_EVENT_ID = OpenApiParameter(

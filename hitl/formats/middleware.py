@@ -1,0 +1,358 @@
+"""LangChain v1 ``HumanInTheLoopMiddleware``: batched (``HITLRequest``, answered with a
+``HITLResponse``) and per call (``ToolApprovalRequest``, answered with one ``Decision``
+checked against the interrupt's ``response_schema``). The shapes are the middleware's
+own TypedDicts; the server checks an answer as the middleware would before anything is
+committed, so a refused answer never reaches (and fails) the graph."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, get_type_hints
+
+from langchain.agents.middleware.human_in_the_loop import (
+    ActionRequest,
+    Decision,
+    DecisionType,
+    HITLRequest,
+    HITLResponse,
+    ReviewConfig,
+    ToolApprovalRequest,
+)
+
+from hitl.formats.base import (
+    MESSAGE_MAX,
+    InterruptFormat,
+    Subject,
+    Vote,
+    clip,
+    refuse,
+    schema_errors,
+    short_json,
+)
+
+DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+CANCELLED_MESSAGE = "cancelled by user"
+# Keys of the middleware's TypedDicts (recognition reads them from the types themselves).
+_HITL_KEYS = set(get_type_hints(HITLRequest))
+_ACTION_KEYS = {"name", "args"} & set(get_type_hints(ActionRequest))
+_APPROVAL_KEYS = set(get_type_hints(ToolApprovalRequest)) - {"description", "tool_call_id"}
+_ = (Decision, HITLResponse, ReviewConfig)  # the answer types, documented in the schemas
+
+
+def _is_action(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("name"), str)
+            and isinstance(value.get("args"), dict))
+
+
+def _decision_schema(name: str, allowed: list[str], args_schema: dict[str, Any] | None
+                     ) -> dict[str, Any]:
+    """JSON Schema of one ``Decision`` for the tool ``name``."""
+    branches = {
+        "approve": {"type": "object", "properties": {"type": {"const": "approve"}},
+                    "required": ["type"], "additionalProperties": False},
+        "edit": {"type": "object", "properties": {
+            "type": {"const": "edit"},
+            "edited_action": {"type": "object", "properties": {
+                "name": {"const": name}, "args": args_schema or {"type": "object"}},
+                "required": ["name", "args"], "additionalProperties": False}},
+            "required": ["type", "edited_action"], "additionalProperties": False},
+        "reject": {"type": "object", "properties": {"type": {"const": "reject"},
+                                                    "message": {"type": "string"}},
+                   "required": ["type"], "additionalProperties": False},
+        "respond": {"type": "object", "properties": {"type": {"const": "respond"},
+                                                     "message": {"type": "string",
+                                                                 "minLength": 1}},
+                    "required": ["type", "message"], "additionalProperties": False},
+    }
+    members = [branches[d] for d in dict.fromkeys(allowed) if d in branches]
+    return members[0] if len(members) == 1 else {"oneOf": members}
+
+
+def _check_decision(decision: Any, *, name: str, allowed: list[str],
+                    args_schema: dict[str, Any] | None, at: str) -> tuple[Any, dict]:
+    """One decision checked as the middleware reads it: (clean decision, field errors)."""
+    prefix = f"{at}." if at else ""
+    if not isinstance(decision, dict):
+        return None, {at or "payload": ["expected an object with a 'type'"]}
+    kind = decision.get("type")
+    if kind not in DECISIONS:
+        return None, {f"{prefix}type": [f"must be one of {', '.join(allowed)}"]}
+    if kind not in allowed:
+        return None, {f"{prefix}type": [
+            f"{kind!r} is not allowed for {name} (allowed: {', '.join(allowed)})"]}
+    extra = set(decision) - {"type", {"edit": "edited_action"}.get(kind, "message")}
+    if extra or (kind == "approve" and "message" in decision):
+        return None, {f"{prefix}{sorted(extra or {'message'})[0]}": [
+            f"not part of a {kind} decision"]}
+    if kind in ("reject", "respond"):
+        message = decision.get("message")
+        if message is not None and not isinstance(message, str):
+            return None, {f"{prefix}message": ["must be text"]}
+        if kind == "respond" and not (message or "").strip():
+            return None, {f"{prefix}message": ["write the response the tool returns"]}
+        return decision, {}
+    if kind == "edit":
+        action = decision.get("edited_action")
+        if not _is_action(action) or set(action) - {"name", "args"}:
+            return None, {f"{prefix}edited_action": [
+                "expected {\"name\": <tool>, \"args\": {...}}"]}
+        if action["name"] != name:
+            return None, {f"{prefix}edited_action.name": [
+                f"must stay {name!r} (an edit cannot switch tools)"]}
+        if args_schema:
+            fields = schema_errors(args_schema, action["args"], root="args")
+            if fields:
+                return None, {f"{prefix}edited_action.args"
+                              + ("" if k == "args" else f".{k}"): v for k, v in fields.items()}
+    return decision, {}
+
+
+def _declined(allowed: list[str]) -> dict[str, Any]:
+    """A declined call: rejected, or answered "cancelled" where only respond is allowed;
+    never approved (a call that can only be approved gets a reject the graph refuses:
+    the run fails rather than run a tool nobody approved)."""
+    if "reject" not in allowed and "respond" in allowed:
+        return {"type": "respond", "message": CANCELLED_MESSAGE}
+    return {"type": "reject", "message": CANCELLED_MESSAGE}
+
+
+def _decision_summary(decision: Any) -> str:
+    if not isinstance(decision, dict):
+        return short_json(decision)
+    kind = decision.get("type")
+    if kind == "approve":
+        return "Approved"
+    if kind == "edit":
+        return "Approved with edits"
+    if kind == "reject":
+        return "Rejected" + (f": {decision['message']}" if decision.get("message") else "")
+    if kind == "respond":
+        return f"Responded: {decision.get('message', '')}"
+    return short_json(decision)
+
+
+class HitlRequest(InterruptFormat):
+    """Batched: one ``HITLRequest`` per model turn; the answer (and resume value) is the
+    ``HITLResponse`` ``{"decisions": [...]}``, one decision per action, in order."""
+
+    name, label, template = "hitl_request", "Tool approval", "hitl/cards/hitl_request.html"
+    bulk_approve: ClassVar[bool] = True
+    quorum: ClassVar[bool] = True
+
+    @classmethod
+    def recognise(cls, value: Any, response_schema: dict[str, Any] | None) -> bool:
+        if not isinstance(value, dict) or not _HITL_KEYS <= set(value):
+            return False
+        actions, configs = value.get("action_requests"), value.get("review_configs")
+        return (isinstance(actions, list) and bool(actions) and all(map(_is_action, actions))
+                and isinstance(configs, list) and all(isinstance(c, dict) for c in configs))
+
+    def actions(self) -> list[dict[str, Any]]:
+        return list(self.value["action_requests"])
+
+    def config(self, index: int) -> tuple[list[str], dict[str, Any] | None]:
+        """(allowed decisions, args schema) of the action at ``index``: its review config
+        by position (as the middleware builds them), else by tool name."""
+        configs = self.value["review_configs"]
+        name = self.actions()[index]["name"]
+        found = configs[index] if index < len(configs) else None
+        if not found or found.get("action_name") not in (None, name):
+            found = next((c for c in configs if c.get("action_name") == name), None)
+        allowed = [d for d in (found or {}).get("allowed_decisions") or DECISIONS
+                   if d in DECISIONS] or list(DECISIONS)
+        schema = (found or {}).get("args_schema")
+        return allowed, schema if isinstance(schema, dict) else None
+
+    def message(self) -> str:
+        names = ", ".join(a["name"] for a in self.actions())
+        first = self.actions()[0].get("description")
+        if len(self.actions()) == 1 and isinstance(first, str) and first.strip():
+            return clip(first.strip().splitlines()[0], MESSAGE_MAX)
+        return clip(f"Approve the tool call{'s' if len(self.actions()) > 1 else ''}: {names}",
+                    MESSAGE_MAX)
+
+    def reason(self) -> str:
+        return "tool_approval"
+
+    def response_schema(self) -> dict[str, Any]:
+        items = [_decision_schema(a["name"], *self.config(i))
+                 for i, a in enumerate(self.actions())]
+        n = len(items)
+        return {"type": "object", "title": "HITLResponse", "properties": {"decisions": {
+            "type": "array", "prefixItems": items, "items": False, "minItems": n,
+            "maxItems": n, "description": "one decision per action request, in order"}},
+            "required": ["decisions"], "additionalProperties": False}
+
+    def validate(self, answer: Any) -> Any:
+        if not isinstance(answer, dict) or set(answer) != {"decisions"}:
+            raise refuse("tool approval", {"payload": [
+                'expected {"decisions": [...]} (one decision per action, in order)']})
+        decisions, actions = answer["decisions"], self.actions()
+        if not isinstance(decisions, list) or len(decisions) != len(actions):
+            raise refuse("tool approval", {"decisions": [
+                f"give exactly {len(actions)} decision{'s' if len(actions) > 1 else ''}, "
+                "one per action, in order"]})
+        fields: dict[str, list[str]] = {}
+        for i, (decision, action) in enumerate(zip(decisions, actions, strict=True)):
+            allowed, schema = self.config(i)
+            _, problems = _check_decision(decision, name=action["name"], allowed=allowed,
+                                          args_schema=schema, at=f"decisions.{i}")
+            fields.update(problems)
+        if fields:
+            raise refuse("tool approval", fields)
+        return {"decisions": decisions}
+
+    def cancelled_value(self) -> Any:
+        # Every call rejected (what the person declined); the middleware's own reject.
+        return {"decisions": [_declined(self.config(i)[0])
+                              for i in range(len(self.actions()))]}
+
+    def approve_answer(self) -> Any | None:
+        if not all("approve" in self.config(i)[0] for i in range(len(self.actions()))):
+            return None
+        return {"decisions": [{"type": "approve"} for _ in self.actions()]}
+
+    def reject_answer(self, reason: str = "") -> Any | None:
+        if not all("reject" in self.config(i)[0] for i in range(len(self.actions()))):
+            return None
+        one = {"type": "reject", **({"message": reason} if reason else {})}
+        return {"decisions": [dict(one) for _ in self.actions()]}
+
+    def vote(self, answer: Any) -> Vote | None:
+        kinds = {d.get("type") for d in answer.get("decisions", [])} \
+            if isinstance(answer, dict) else set()
+        if kinds == {"approve"}:
+            return Vote(True)
+        if kinds == {"reject"}:
+            return Vote(False, "; ".join(d["message"] for d in answer["decisions"]
+                                         if d.get("message")))
+        return None
+
+    def subjects(self) -> list[Subject]:
+        if self.approve_answer() is None:
+            return []
+        return [Subject("tool", a["name"], a["args"]) for a in self.actions()]
+
+    def summary(self, answer: Any) -> str:
+        decisions = answer.get("decisions") if isinstance(answer, dict) else None
+        if not isinstance(decisions, list):
+            return short_json(answer)
+        return clip("; ".join(f"{a['name']}: {_decision_summary(d)}"
+                              for a, d in zip(self.actions(), decisions, strict=False)), 200)
+
+    def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
+        rows = []
+        for i, action in enumerate(self.actions()):
+            allowed, schema = self.config(i)
+            rows.append({"index": i, "name": action["name"], "args": action["args"],
+                         "description": action.get("description") or "",
+                         "allowed": allowed, "args_schema": schema})
+        return {"actions": rows, "answer": answer, "posted": posted or {}}
+
+
+class ToolApproval(InterruptFormat):
+    """Per call: one ``ToolApprovalRequest`` per gated call; the answer (and resume
+    value) is one ``Decision``, which LangGraph checks against the interrupt's
+    ``response_schema`` (so do we, first)."""
+
+    name, label, template = "tool_approval", "Tool approval", "hitl/cards/tool_approval.html"
+    bulk_approve: ClassVar[bool] = True
+    quorum: ClassVar[bool] = True
+
+    @classmethod
+    def recognise(cls, value: Any, response_schema: dict[str, Any] | None) -> bool:
+        return (isinstance(value, dict) and value.get("type") == "tool_approval"
+                and _APPROVAL_KEYS <= set(value) and _is_action(value))
+
+    def allowed(self) -> list[str]:
+        """The decision types the schema offers (all four without one)."""
+        if not self.schema:
+            return list(DECISIONS)
+        branches = self.schema.get("oneOf") or self.schema.get("anyOf") or [self.schema]
+        found = []
+        for branch in branches:
+            branch = self._resolve(branch)
+            kind = ((branch.get("properties") or {}).get("type") or {})
+            value = kind.get("const", (kind.get("enum") or [None])[0])
+            if value in DECISIONS:
+                found.append(value)
+        return found or list(DECISIONS)
+
+    def _resolve(self, node: Any) -> dict[str, Any]:
+        """A local ``$ref`` ("#/$defs/X") of the response schema, followed."""
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str) \
+                and node["$ref"].startswith("#/"):
+            target: Any = self.schema
+            for part in node["$ref"][2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            return target if isinstance(target, dict) else {}
+        return node if isinstance(node, dict) else {}
+
+    def args_schema(self) -> dict[str, Any] | None:
+        """The edit's argument schema, as the response schema gives it (with its $defs)."""
+        if not self.schema or "edit" not in self.allowed():
+            return None
+        for branch in self.schema.get("oneOf") or self.schema.get("anyOf") or [self.schema]:
+            branch = self._resolve(branch)
+            props = branch.get("properties") or {}
+            if (props.get("type") or {}).get("const") == "edit":
+                action = self._resolve(props.get("edited_action"))
+                args = (action.get("properties") or {}).get("args")
+                if isinstance(args, dict):
+                    resolved = self._resolve(args)
+                    return {**resolved, **({"$defs": self.schema["$defs"]}
+                                           if "$defs" in self.schema else {})}
+        return None
+
+    def message(self) -> str:
+        text = self.value.get("description")
+        if isinstance(text, str) and text.strip():
+            return clip(text.strip().splitlines()[0], MESSAGE_MAX)
+        return clip(f"Approve the call to {self.value['name']}", MESSAGE_MAX)
+
+    def reason(self) -> str:
+        return "tool_approval"
+
+    def response_schema(self) -> dict[str, Any]:
+        return self.schema or _decision_schema(self.value["name"], list(DECISIONS), None)
+
+    def validate(self, answer: Any) -> Any:
+        clean, fields = _check_decision(answer, name=self.value["name"], allowed=self.allowed(),
+                                        args_schema=self.args_schema(), at="")
+        if fields:
+            raise refuse("tool approval", fields)
+        if self.schema:  # the interrupt's own schema is LangGraph's check on resume
+            fields = schema_errors(self.schema, clean)
+            if fields:
+                raise refuse("tool approval", fields)
+        return clean
+
+    def cancelled_value(self) -> Any:
+        return _declined(self.allowed())
+
+    def approve_answer(self) -> Any | None:
+        return {"type": "approve"} if "approve" in self.allowed() else None
+
+    def reject_answer(self, reason: str = "") -> Any | None:
+        if "reject" not in self.allowed():
+            return None
+        return {"type": "reject", **({"message": reason} if reason else {})}
+
+    def vote(self, answer: Any) -> Vote | None:
+        kind = answer.get("type") if isinstance(answer, dict) else None
+        if kind not in ("approve", "reject"):
+            return None
+        return Vote(kind == "approve", str(answer.get("message") or ""))
+
+    def subjects(self) -> list[Subject]:
+        if "approve" not in self.allowed():
+            return []
+        return [Subject("tool", self.value["name"], self.value["args"])]
+
+    def summary(self, answer: Any) -> str:
+        return clip(_decision_summary(answer), 200)
+
+    def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
+        return {"name": self.value["name"], "args": self.value["args"],
+                "description": self.value.get("description") or "",
+                "tool_call_id": self.value.get("tool_call_id"), "allowed": self.allowed(),
+                "args_schema": self.args_schema(), "answer": answer, "posted": posted or {}}

@@ -1,5 +1,5 @@
 /*
- * Live events from agentsite (SSE served by django-eventstream).
+ * Live events from agentsite: django-eventstream's SSE format, served by streams/sse.py.
  *
  *   const stream = agentsiteEvents.open("/api/runs/<id>/events/", {
  *     onEvent(data, meta) { ... },   // data: the parsed JSON (an AG-UI event, or a queue change)

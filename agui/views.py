@@ -163,11 +163,13 @@ def _channel_counter(run_id: object) -> int:
     return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
-def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[AgentRun]:
+def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[Any]:
     """The runs of a thread holding these interrupts (an AG-UI resume names interrupts
-    only); a run holding several comes once per interrupt."""
+    only), as rows with ``pk`` and ``owner_id`` (what ``can_decide`` reads; no run is
+    built); a run holding several comes once per interrupt."""
     return list(AgentRun.objects.filter(thread_id=thread_id, agent=agent,
-                                        interrupts__interrupt_id__in=ids))
+                                        interrupts__interrupt_id__in=ids)
+                .values_list("pk", "owner_id", named=True))
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:

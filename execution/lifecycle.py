@@ -99,7 +99,8 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
 
 def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                   now: datetime) -> Segment:
-    answered = interrupts.interrupts_to_apply(run)
+    # No question exists before the first segment's pause: nothing to read for it.
+    answered = [] if first else interrupts.interrupts_to_apply(run)
     resume = interrupts.resume_value(answered) if answered else None
     # The first segment starts from the input, also when taken over before its
     # first checkpoint (the executor decides from the checkpoint).
@@ -161,8 +162,8 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     spec = registry.get(run.agent)
     text = getattr(run, "start_message", None)  # set by run_start on the run it made
     if text is None:
-        user_message = run.messages.filter(role=Message.Role.USER).first()
-        text = user_message.content if user_message else ""
+        text = (Message.objects.filter(run_id=run.pk, role=Message.Role.USER)
+                .values_list("content", flat=True).first()) or ""
     return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
@@ -170,10 +171,11 @@ def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
     """Lock the segment's run, annotated with ``facts`` (what the notifications need to
     know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
     whether its end does); None when the segment no longer holds it."""
-    run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**facts)
-           .filter(pk=uuid.UUID(segment.run_id)).first())
-    if run is None:
-        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
+    try:
+        run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**facts)
+               .get(pk=uuid.UUID(segment.run_id)))
+    except AgentRun.DoesNotExist:
+        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone") from None
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
@@ -183,9 +185,10 @@ def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
 
 
 def _close_segment(run: AgentRun, segment: Segment, text: str,
-                   audits: list[AuditLog]) -> list[Message]:
+                   audits: list[AuditLog]) -> list[Any]:
     """Mark the answers applied and append the segment's text; return the conversation's
-    messages as this transaction leaves them."""
+    messages as this transaction leaves them (rows with ``id``, ``role``, ``content``:
+    what ``MESSAGES_SNAPSHOT`` shows, without building model instances)."""
     now = timezone.now()
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits)
@@ -194,7 +197,8 @@ def _close_segment(run: AgentRun, segment: Segment, text: str,
         # UPDATE appending in the database, no read-modify-write to race.
         Message.objects.filter(pk=run.assistant_message_id).update(
             content=Concat(F("content"), Value(text)), updated_at=now)
-    return list(Message.objects.filter(conversation_id=run.conversation_id))
+    return list(Message.objects.filter(conversation_id=run.conversation_id)
+                .values_list("id", "role", "content", named=True))
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,

@@ -34,7 +34,11 @@ EXECUTE_TASK = "runs.tasks.run_execute"
 def run_locked(pk: Any) -> AgentRun | None:
     """The run ``pk``, its row locked until the caller's transaction ends (None: no such
     run): the first read of a decision's, a claim's and a cancel's transaction."""
-    return AgentRun.objects.select_for_update().filter(pk=pk).first()
+    try:
+        # get(), not first(): a primary-key lookup needs no ORDER BY compiled.
+        return AgentRun.objects.select_for_update().get(pk=pk)
+    except AgentRun.DoesNotExist:
+        return None
 
 
 def _label(actor: Any) -> str:
@@ -191,17 +195,21 @@ def _locked_thread(*, owner: Any, agent: str, thread_id: str, create: bool,
         thread_uuid: uuid.UUID | None = uuid.UUID(str(thread_id))
     except ValueError:
         thread_uuid = None
-    conversation = (Conversation.objects.select_for_update()
-                    .filter(pk=thread_uuid, owner=owner).first() if thread_uuid else None)
+    # At most one row (by primary key): no ORDER BY / LIMIT to compile, as first() would.
+    conversation = (next(iter(Conversation.objects.select_for_update()
+                              .filter(pk=thread_uuid, owner=owner)), None)
+                    if thread_uuid else None)
     created = False
     if conversation is None and create and thread_uuid is not None:
         try:
-            with transaction.atomic():
-                conversation = Conversation.objects.create(
-                    id=thread_uuid, owner=owner, agent=agent, title=title[:200])
-                created = True
+            # No savepoint (two statements fewer): nothing is written before it, so its
+            # error (the id is someone else's thread, or a concurrent start of this one
+            # made it first) ends the transaction, which run_start leaves with the 404.
+            conversation = Conversation.objects.create(
+                id=thread_uuid, owner=owner, agent=agent, title=title[:200])
         except IntegrityError:
-            conversation = None  # the id is someone else's thread
+            conversation = None
+        created = conversation is not None
     if conversation is None:
         raise NotFound(f"thread {thread_id!r} not found", code="unknown_thread")
     if conversation.agent != agent:

@@ -40,7 +40,7 @@ from ag_ui.core import (
 from langchain_core.load import dumpd
 from langchain_core.messages import BaseMessage
 
-from hitl.kinds import response_schema
+from hitl.formats import InterruptFormat
 
 PROTOCOL_VERSION = "1.0"
 
@@ -92,23 +92,20 @@ def tool_call_result(message_id: str, call_id: str, content: str) -> ToolCallRes
                                role="tool", timestamp=now_ms())
 
 
-def interrupt_reason(request: dict[str, Any]) -> str:
-    if request.get("reason"):
-        return str(request["reason"])
-    if request.get("type") in ("approval", "review"):
-        return "confirmation"
-    return "input_required"
-
-
-def interrupt_model(*, interrupt_id: str, request: dict[str, Any],
+def interrupt_model(*, interrupt_id: str, fmt: InterruptFormat,
                     expires_at: str | None = None) -> Interrupt:
+    """An interrupt as AG-UI carries it: ``metadata`` is the raw value the graph raised
+    (a JSON object as it is; anything else, which AG-UI's object-only metadata cannot
+    hold, as ``{"value": <raw>}``), beside the format's message, reason and schema."""
+    value = fmt.value
     return Interrupt(
         id=interrupt_id,
-        reason=interrupt_reason(request),
-        message=str(request.get("message") or request.get("title") or "") or None,
-        metadata=request,
-        response_schema=response_schema(request),
-        expires_at=expires_at or request.get("expiresAt"),
+        reason=fmt.reason(),
+        message=fmt.message() or None,
+        tool_call_id=fmt.tool_call_id(),
+        metadata=value if isinstance(value, dict) else {"value": value},
+        response_schema=fmt.response_schema(),
+        expires_at=expires_at or fmt.expires_at(),
     )
 
 

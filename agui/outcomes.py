@@ -34,7 +34,7 @@ Status = AgentRun.Status
 
 def interrupts_of(rows: Iterable[AgentInterrupt]) -> list[Interrupt]:
     """AgentInterrupt rows as AG-UI ``Interrupt`` objects."""
-    return [interrupt_model(interrupt_id=r.interrupt_id, request=r.request,
+    return [interrupt_model(interrupt_id=r.interrupt_id, fmt=r.format,
                             expires_at=r.expires_at.isoformat() if r.expires_at else None)
             for r in rows]
 

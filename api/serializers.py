@@ -7,8 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agentsite.limits import check_answer_size
-from agui.events import interrupt_reason
-from hitl.kinds import response_schema
+from hitl.formats import FORMATS
 from hitl.models import AgentInterrupt
 from hitl.policies import tally
 from runs.models import AgentRun
@@ -32,12 +31,36 @@ class FieldsMadeOnce:
         return copy.deepcopy(made)
 
 
+FORMATS_HELP = (
+    "The interrupt's format (how the graph asked; the decision's `payload` is what that "
+    "format's graph code expects, checked against `response_schema`): "
+    "input / select / multiSelect / modal / approval / unlock / review (agentsite's hitl_* "
+    "helpers: `{\"value\": ...}`, `{\"values\": [...]}`, `{\"action\": ...}`, "
+    "`{\"approved\": bool, \"reason\"?}`, `{}`, `{\"decision\": approve|edit|reject|respond, "
+    "\"edited\"?, \"reason\"?, \"feedback\"?}`); "
+    "hitl_request (LangChain HumanInTheLoopMiddleware, batched: the HITLResponse "
+    "`{\"decisions\": [{\"type\": \"approve\"} | {\"type\": \"edit\", \"edited_action\": "
+    "{\"name\", \"args\"}} | {\"type\": \"reject\", \"message\"?} | {\"type\": \"respond\", "
+    "\"message\"}]}`, one per action request, in order); "
+    "tool_approval (the same middleware per call: one such decision); "
+    "agent_inbox (LangGraph Agent Inbox: `[{\"type\": accept|edit|response|ignore, "
+    "\"args\": null | {\"action\", \"args\"} | text}]`); "
+    "schema_form (interrupt(value, response_schema=...): any JSON fitting the schema); "
+    "generic (anything else: any JSON value but null, e.g. a string; passed on as it is).")
+
+
 class InterruptSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     id = serializers.UUIDField(read_only=True)
     run_id = serializers.UUIDField(read_only=True)
+    kind = serializers.ChoiceField(choices=[f.name for f in FORMATS], read_only=True,
+                                   help_text=FORMATS_HELP)
     reason = serializers.SerializerMethodField()
     message = serializers.CharField(read_only=True)
-    response_schema = serializers.SerializerMethodField()
+    request = serializers.JSONField(read_only=True, allow_null=True, help_text=(
+        "the value the graph passed to interrupt(), verbatim (any JSON value)"))
+    response_schema = serializers.SerializerMethodField(help_text=(
+        "JSON Schema of the answer this interrupt takes: the one the graph gave "
+        "(interrupt(..., response_schema=...)), else computed from its format"))
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     # Who may decide (hitl policies): with assignees, only they (or an override).
     assignees = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
@@ -67,11 +90,11 @@ class InterruptSerializer(FieldsMadeOnce, serializers.ModelSerializer):
                 "label": tally(obj.required_approvals, approvals)}
 
     def get_reason(self, obj: AgentInterrupt) -> str:
-        return interrupt_reason(obj.request)
+        return obj.format.reason()
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_response_schema(self, obj: AgentInterrupt) -> dict[str, Any]:
-        return response_schema(obj.request)
+        return obj.format.response_schema()
 
 
 class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
@@ -152,8 +175,12 @@ class ResumeSerializer(serializers.Serializer):
 
 
 class DecisionSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved")
-    payload = AnswerField(required=False, allow_null=True, default=None)
+    status = serializers.ChoiceField(choices=["resolved", "cancelled"], default="resolved",
+                                     help_text="cancelled: decline the question (the graph "
+                                               "gets its format's cancelled value)")
+    payload = AnswerField(required=False, allow_null=True, default=None, help_text=(
+        "the answer, exactly as the interrupt's graph code expects it (any JSON value; "
+        "see the interrupt's `kind` and `response_schema`)"))
 
 
 class AgentSerializer(serializers.Serializer):

@@ -115,7 +115,8 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     values, raised = end.result(graph, config)
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     state = state_without_messages(values)
-    pending = [PendingInterrupt(interrupt_id=i.id, request=_as_request(i.value))
+    pending = [PendingInterrupt(interrupt_id=i.id, request=_as_json(i.value),
+                                response_schema=_as_json(i.response_schema))
                for i in raised]
     if pending:
         if lifecycle.run_pause(segment=segment, interrupts_raised=pending, text=mapper.text,
@@ -236,8 +237,7 @@ def _publish_cancelled(segment: Segment, out: _Publisher) -> None:
     out.send([run_finished_cancelled(thread_id=segment.thread_id, run_id=segment.run_id)])
 
 
-def _as_request(value: Any) -> dict[str, Any]:
-    # A graph may interrupt with a bare value (not one of our kinds): show it as input.
-    if isinstance(value, dict) and "type" in value:
-        return value
-    return {"type": "input", "message": str(value)}
+def _as_json(value: Any) -> Any:
+    # The interrupt's value is stored verbatim (its format is recognised when it is
+    # stored, ``hitl.formats``); only what JSON cannot hold is converted.
+    return json_state({"v": value})["v"]

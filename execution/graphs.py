@@ -8,6 +8,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
 from execution.checkpointer import get_checkpointer
 from runs import registry
 
@@ -26,9 +29,48 @@ def compiled(name: str) -> Any:
         with _lock:
             found = _compiled.get(name)
             if found is None or found[0] is not agent:
-                found = _compiled[name] = (
-                    agent, agent.build().compile(checkpointer=get_checkpointer()))
+                found = _compiled[name] = (agent, compile_graph(agent, get_checkpointer()))
     return found[1]
+
+
+class AgentGraphError(TypeError):
+    """An agent whose ``builder`` does not give a graph we can run (names the agent)."""
+
+
+def built(agent: Any) -> Any:
+    """The agent's graph as its builder gives it: a StateGraph or a compiled graph;
+    anything else (or a builder that fails) raises AgentGraphError naming the agent."""
+    try:
+        made = agent.build()
+    except Exception as err:  # noqa: BLE001 - say which agent, keep the cause
+        raise AgentGraphError(f"agent {agent.name!r}: builder {agent.builder!r} failed: "
+                              f"{type(err).__name__}: {err}") from err
+    if isinstance(made, (StateGraph, CompiledStateGraph)):
+        return made
+    raise AgentGraphError(
+        f"agent {agent.name!r}: builder {agent.builder!r} gave {type(made).__name__}; "
+        "expected a langgraph StateGraph, a compiled graph (as create_agent returns) or a "
+        "function returning one of them")
+
+
+def compile_graph(agent: Any, checkpointer: Any) -> Any:
+    """The agent's graph compiled on ``checkpointer``. A compiled graph (e.g. from
+    ``create_agent``) is compiled again from its own builder, keeping what it was
+    compiled with (store, interrupt_before / _after, name, debug) but our checkpointer."""
+    made = built(agent)
+    if isinstance(made, StateGraph):
+        return made.compile(checkpointer=checkpointer)
+    return made.builder.compile(
+        checkpointer=checkpointer, store=made.store, cache=made.cache,
+        interrupt_before=made.interrupt_before_nodes or None,
+        interrupt_after=made.interrupt_after_nodes or None, debug=made.debug, name=made.name)
+
+
+def check_all() -> None:
+    """Build every registered agent's graph (no compile): a wrong builder is refused
+    when the worker starts, naming the agent, not at the agent's first run."""
+    for agent in registry.all_agents():
+        built(agent)
 
 
 def reset_compiled() -> None:

@@ -64,7 +64,8 @@ class Segment:
 @dataclass(frozen=True)
 class PendingInterrupt:
     interrupt_id: str
-    request: dict[str, Any]
+    request: Any  # the value as raised (any JSON)
+    response_schema: dict[str, Any] | None = None  # the Interrupt's, when it has one
 
 
 def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
@@ -205,7 +206,7 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
               state: dict[str, Any], before: Sequence[Any] = ()) -> AgentRun | None:
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch)."""
-    requests = [(i.interrupt_id, i.request) for i in interrupts_raised]
+    requests = [(i.interrupt_id, i.request, i.response_schema) for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
         run = _lock_running(segment, notify.QUESTION_FACTS)
         if run is None:

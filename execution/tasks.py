@@ -7,7 +7,7 @@ import logging
 import psycopg
 import redis.exceptions
 from celery import shared_task
-from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
 from django.db import OperationalError, close_old_connections
 
 from execution import executor, graphs, lifecycle
@@ -30,6 +30,17 @@ def _fresh_process(**_: object) -> None:
 
     graphs.reset_compiled()
     close_checkpointer()
+
+
+@worker_init.connect
+def _check_agents(**_: object) -> None:
+    # Refuse to start with an agent whose builder gives no runnable graph: the error
+    # names it (SystemExit: Celery's signal dispatch would only log an Exception).
+    try:
+        graphs.check_all()
+    except graphs.AgentGraphError as err:
+        log.critical("%s", err)
+        raise SystemExit(f"agentsite worker: {err}") from err
 
 
 @worker_ready.connect

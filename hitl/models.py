@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -22,8 +23,13 @@ class AgentInterrupt(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="interrupts")
     interrupt_id = models.CharField(max_length=64, help_text="LangGraph interrupt id")
-    kind = models.CharField(max_length=20)
-    request = models.JSONField(help_text="the payload the graph passed to interrupt()")
+    kind = models.CharField(max_length=40, help_text="its format (hitl.formats)")
+    # Nullable: ``interrupt(None)`` is stored as SQL NULL and reads back as None.
+    request = models.JSONField(null=True,
+                               help_text="the value the graph passed to interrupt(), verbatim")
+    response_schema = models.JSONField(
+        null=True, blank=True,
+        help_text="the Interrupt's response_schema (JSON Schema), when the graph gave one")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING,
                               db_index=True)
     decision = models.JSONField(null=True, blank=True, help_text="the resume payload")
@@ -66,8 +72,15 @@ class AgentInterrupt(models.Model):
         return f"{self.kind} interrupt {self.interrupt_id} ({self.status})"
 
     @property
+    def format(self) -> Any:
+        """Its ``hitl.formats`` format, over the raw value as stored."""
+        from hitl.formats import for_interrupt  # formats import hitl.kinds, not models
+
+        return for_interrupt(self)
+
+    @property
     def message(self) -> str:
-        return str(self.request.get("message") or self.request.get("title") or "")
+        return self.format.message()
 
 
 class InterruptVote(models.Model):

@@ -94,9 +94,18 @@ class Effective:
     escalate_to: tuple[str, ...] = ()
 
 
-def effective(request: dict[str, Any], agent_policy: Any, now: datetime) -> Effective:
-    """The request's own policy over the agent's (``runs.registry.Policy``)."""
-    wire = request.get("policy") if isinstance(request.get("policy"), dict) else {}
+def _format(request: Any) -> Any:
+    from hitl.formats import InterruptFormat, recognise
+
+    return request if isinstance(request, InterruptFormat) else recognise(request)
+
+
+def effective(request: Any, agent_policy: Any, now: datetime) -> Effective:
+    """The request's own policy (a ``hitl_*`` helper's) over the agent's
+    (``runs.registry.Policy``); ``request``: a raw value or its ``hitl.formats`` format.
+    A quorum applies only to formats whose answers can be votes."""
+    fmt = _format(request)
+    wire = fmt.policy()
 
     def pick(key: str, attr: str) -> Any:
         return wire[key] if key in wire else getattr(agent_policy, attr, None)
@@ -104,7 +113,7 @@ def effective(request: dict[str, Any], agent_policy: Any, now: datetime) -> Effe
     timeout = pick("timeout", "timeout")
     escalate_after = pick("escalateAfter", "escalate_after")
     required = int(pick("requiredApprovals", "required_approvals") or 1)
-    if request.get("type") not in QUORUM_KINDS:
+    if not fmt.quorum:
         required = 1
     requester = pick("requesterMayDecide", "requester_may_decide")
     return Effective(
@@ -170,19 +179,19 @@ def may_decide(user: Any, interrupt: Any) -> bool:
                                                             interrupt.run) is None
 
 
-def vote_of(kind: str, payload: dict[str, Any]) -> tuple[bool, str]:
-    """(approved, reason) of a validated answer given as a quorum vote."""
-    if kind == "approval":
-        return bool(payload["approved"]), str(payload.get("reason") or "")
-    decision = payload.get("decision")
-    if decision not in ("approve", "reject"):
+def vote_of(fmt: Any, payload: Any) -> tuple[bool, str]:
+    """(approved, reason) of a validated answer given as a quorum vote (``fmt``: the
+    interrupt's ``hitl.formats`` format)."""
+    vote = fmt.vote(payload)
+    if vote is None:
+        field = {"review": "decision", "approval": "approved"}.get(fmt.name, "payload")
         raise InvalidInput("an interrupt that needs several approvals takes approve or reject",
                            code="invalid_payload",
-                           fields={"decision": ["approve or reject (this needs a quorum)"]})
-    return decision == "approve", str(payload.get("reason") or "")
+                           fields={field: ["approve or reject (this needs a quorum)"]})
+    return vote.approved, vote.reason
 
 
-def settled(interrupt: Any, votes: list[Any]) -> dict[str, Any] | None:
+def settled(interrupt: Any, votes: list[Any]) -> Any:
     """The outcome the graph receives once the votes settle it, else None."""
     approvals = sum(1 for v in votes if v.approved)
     rejections = len(votes) - approvals
@@ -193,11 +202,10 @@ def settled(interrupt: Any, votes: list[Any]) -> dict[str, Any] | None:
         approved = False
     else:
         return None
-    outcome: dict[str, Any] = {"approved": approved, "votes": [
-        {"user": v.username, "approved": v.approved, "reason": v.reason} for v in votes]}
-    if interrupt.kind == "review":
-        outcome["decision"] = "approve" if approved else "reject"
-    return outcome
+    from hitl.formats import for_interrupt
+
+    return for_interrupt(interrupt).quorum_answer(approved, [
+        {"user": v.username, "approved": v.approved, "reason": v.reason} for v in votes])
 
 
 def tally(required: int, approvals: int) -> str:
@@ -207,42 +215,33 @@ def tally(required: int, approvals: int) -> str:
 
 # --- standing approvals ---------------------------------------------------------------------
 
-def _subject(request: dict[str, Any]) -> Any:
-    return request.get("proposal") if request.get("type") == "review" else request.get("details")
-
-
-def standing_matches(rule: Any, *, agent: str, request: dict[str, Any], now: datetime) -> bool:
-    """Does an auto-approval rule approve this request? Revoked or expired rules never do."""
+def standing_matches(rule: Any, *, agent: str, request: Any, now: datetime) -> bool:
+    """Does an auto-approval rule approve this request (a raw value or its format)? It
+    must match every subject the format names (a batch of tool calls: each of them).
+    Revoked or expired rules never do."""
     if rule.revoked_at is not None or (rule.expires_at is not None and rule.expires_at <= now):
         return False
     if rule.agent != agent:
         return False
-    kind = request.get("type")
-    is_tool = kind == "review" and request.get("reason") == "tool_approval"
-    if rule.kind == "approval" and kind != "approval":
-        return False
-    if rule.kind == "review" and (kind != "review" or is_tool):
-        return False
-    if rule.kind == "tool" and (not is_tool or request.get("tool") != rule.tool_name):
-        return False
-    if rule.kind == "review" and "approve" not in (request.get("allowed") or ["approve"]):
+    subjects = _format(request).subjects()
+    return bool(subjects) and all(_subject_matches(rule, s) for s in subjects)
+
+
+def _subject_matches(rule: Any, subject: Any) -> bool:
+    if rule.kind != subject.kind or (rule.kind == "tool" and subject.tool != rule.tool_name):
         return False
     if rule.args_match:
-        subject = _subject(request)
-        if not isinstance(subject, dict):
+        if not isinstance(subject.args, dict):
             return False
-        return all(k in subject and subject[k] == v for k, v in rule.args_match.items())
+        return all(k in subject.args and subject.args[k] == v
+                   for k, v in rule.args_match.items())
     return True
 
 
-def standing_answer(request: dict[str, Any], rule: Any, required: int = 1) -> dict[str, Any]:
-    """The answer a standing approval gives (``required``: the interrupt's quorum)."""
-    if request.get("type") == "approval":
-        answer: dict[str, Any] = {"approved": True, "reason": f"standing approval #{rule.pk}"}
-    else:
-        answer = {"decision": "approve"}
+def standing_answer(request: Any, rule: Any, required: int = 1) -> Any:
+    """The answer a standing approval gives (``required``: the interrupt's quorum, which
+    it settles as approved, with no votes)."""
+    fmt = _format(request)
     if required > 1:
-        # A quorum question gets the quorum shape: approved by the rule, no votes.
-        return {"approved": True, "votes": [],
-                **({"decision": "approve"} if request.get("type") == "review" else {})}
-    return answer
+        return fmt.quorum_answer(True, [])
+    return fmt.approve_answer(because=f"standing approval #{rule.pk}")

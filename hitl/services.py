@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from hitl import notify, policies
-from hitl.kinds import CANCELLED_RESUME, InvalidResponse, validate_response
+from hitl.formats import InvalidAnswer, recognise
 from hitl.models import AgentInterrupt, InterruptVote, StandingApproval
 from hitl.selectors import ASSIGNMENT_IDS, can_decide, is_reviewer
 from runs import registry
@@ -165,7 +165,7 @@ def _check_votes(actor: Any, rows: dict[str, AgentInterrupt], answers: list[Answ
     for answer in answers:
         row = rows[answer.interrupt_id]
         if answer.status == "resolved" and row.required_approvals > 1:
-            policies.vote_of(row.kind, clean[answer.interrupt_id])
+            policies.vote_of(row.format, clean[answer.interrupt_id])
             if row.votes.filter(user=actor).exists():
                 raise Conflict(f"you already voted on interrupt {row.interrupt_id}",
                                code="already_voted")
@@ -190,16 +190,16 @@ def _expire_due(run: AgentRun, named: list[AgentInterrupt], *, actor: Any,
 
 
 def _validated(rows: dict[str, AgentInterrupt], answers: list[Answer]) -> dict[str, Any]:
-    """Each resolved answer checked against the request it answers."""
+    """Each resolved answer checked by its interrupt's format."""
     clean: dict[str, Any] = {}
-    errors: dict[str, InvalidResponse] = {}
+    errors: dict[str, InvalidAnswer] = {}
     for answer in answers:
         if answer.status == "cancelled":
             continue
         try:
-            clean[answer.interrupt_id] = validate_response(rows[answer.interrupt_id].request,
-                                                           answer.payload)
-        except InvalidResponse as err:
+            clean[answer.interrupt_id] = rows[answer.interrupt_id].format.validate(
+                answer.payload)
+        except InvalidAnswer as err:
             errors[answer.interrupt_id] = err
     if len(answers) == 1 and errors:
         err = next(iter(errors.values()))
@@ -236,11 +236,12 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
         audits_save(audits)
 
 
-def _vote(run: AgentRun, row: AgentInterrupt, payload: dict[str, Any], *, actor: Any,
+def _vote(run: AgentRun, row: AgentInterrupt, payload: Any, *, actor: Any,
           surface: str, now: datetime) -> None:
-    """Record one quorum vote; when the votes settle it, decide the interrupt with
-    ``{approved, votes}``. Under the run's lock: concurrent voters count one by one."""
-    approved, reason = policies.vote_of(row.kind, payload)
+    """Record one quorum vote; when the votes settle it, decide the interrupt with the
+    format's quorum answer (ours: ``{approved, votes}``). Under the run's lock:
+    concurrent voters count one by one."""
+    approved, reason = policies.vote_of(row.format, payload)
     InterruptVote.objects.create(interrupt=row, user=actor, username=actor.get_username(),
                                  approved=approved, reason=reason, payload=payload,
                                  surface=surface)
@@ -418,10 +419,12 @@ def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
 
     Always the map form ``{interrupt_id: value}``: LangGraph reads any dict whose keys
     look like interrupt ids (including ``{}``, the unlock answer) as such a map, so a
-    bare payload would be ambiguous.
+    bare payload would be ambiguous. Each value is what its format says the graph
+    expects for the stored answer (or for a cancel).
     """
-    return {a.interrupt_id: (a.decision if a.status == AgentInterrupt.Status.DECIDED
-                             else CANCELLED_RESUME) for a in answered}
+    return {a.interrupt_id: (a.format.resume_value(a.decision)
+                             if a.status == AgentInterrupt.Status.DECIDED
+                             else a.format.cancelled_value()) for a in answered}
 
 
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
@@ -446,26 +449,25 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
                   for ref in decided)
 
 
-# The kinds of question a standing approval can answer (``_standing_approvals``).
-_STANDING_KINDS = ("approval", "review")
-
-
-def interrupts_open(*, run: AgentRun, requests: list[tuple[str, dict[str, Any]]],
+def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
                     audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
-    """Store the graph's new questions ``[(interrupt id, request)]`` as pending rows, with
-    their policy (the request's over the agent's); standing approvals answer matching
-    ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
+    """Store the graph's new questions ``[(interrupt id, value[, response_schema])]`` as
+    pending rows: the raw value verbatim, its format (recognised once, here) and schema,
+    with their policy (the request's over the agent's); standing approvals answer
+    matching ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
     ``audits``, it inserts the audit rows added there (else they are inserted here)."""
     own_audits = audits is None
     audits = [] if audits is None else audits
     spec = registry.get(run.agent)
     now = timezone.now()
     rows, rules = [], []
-    for interrupt_id, request in requests:
-        rule = policies.effective(request, spec.policy if spec else None, now)
+    for interrupt_id, value, *more in requests:
+        schema = more[0] if more and isinstance(more[0], dict) else None
+        fmt = recognise(value, schema)
+        rule = policies.effective(fmt, spec.policy if spec else None, now)
         rows.append(AgentInterrupt(
-            run=run, interrupt_id=interrupt_id, kind=request.get("type", "unknown"),
-            request=request, expires_at=request.get("expiresAt") or rule.expires_at,
+            run=run, interrupt_id=interrupt_id, kind=fmt.name, request=value,
+            response_schema=schema, expires_at=fmt.expires_at() or rule.expires_at,
             requester_may_decide=rule.requester_may_decide,
             required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
             default_answer=rule.default, escalate_at=rule.escalate_at,
@@ -527,7 +529,7 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
                         audits: list[AuditLog]) -> int:
     """Answer the new rows (not yet saved) an active standing approval matches; return
     how many."""
-    candidates = [r for r in rows if r.kind in _STANDING_KINDS]
+    candidates = [r for r in rows if r.format.subjects()]
     if not candidates:
         return 0
     # In the order they apply; the grantor comes along (a match names it).
@@ -536,11 +538,11 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
     done = 0
     for row in candidates:
         rule = next((r for r in rules if policies.standing_matches(
-            r, agent=run.agent, request=row.request, now=now)), None)
+            r, agent=run.agent, request=row.format, now=now)), None)
         if rule is None:
             continue
         row.status = AgentInterrupt.Status.DECIDED
-        row.decision = policies.standing_answer(row.request, rule, row.required_approvals)
+        row.decision = policies.standing_answer(row.format, rule, row.required_approvals)
         row.decided_by, row.decided_at = rule.granted_by, now
         grantor = rule.granted_by.get_username() if rule.granted_by else ""
         audits.append(audit_row(run=run, action=AuditLog.Action.DECISION, actor=rule.granted_by,

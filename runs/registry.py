@@ -13,7 +13,9 @@ refused unless the agent lists the old version in ``compatible_versions``.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,8 +47,10 @@ class Agent:
     version: str
     description: str
     input_model: type[BaseModel]
-    # Dotted path ("agents.dev.build") of a function returning the uncompiled graph (a
-    # LangGraph StateGraph); imported and compiled only in the worker (execution.graphs).
+    # Dotted path of the graph: a function returning an uncompiled StateGraph
+    # ("agents.dev.build"), a compiled graph (what ``create_agent`` returns, e.g.
+    # "myapp.agent.graph"), or a function returning one; imported, checked and compiled
+    # with our checkpointer only in the worker (``execution.graphs``, at worker start).
     builder: str
     # Dotted path of a function building the graph's first state from the validated
     # input and the user's message, ``f(input, message) -> dict``; called by the worker.
@@ -68,8 +72,12 @@ class Agent:
         return self.input_model.model_json_schema()
 
     def build(self) -> Any:
-        """The uncompiled graph (imports the graph's module: worker only)."""
-        return import_string(self.builder)()
+        """What ``builder`` names: the object itself, or what the function returns
+        (imports the graph's module: worker only; ``execution.graphs`` checks it)."""
+        target = import_string(self.builder)
+        if inspect.isroutine(target) or isinstance(target, functools.partial):
+            return target()
+        return target
 
     def start_state(self, data: BaseModel, message: str) -> dict[str, Any]:
         """The graph's first state (imports the graph's module: worker only)."""

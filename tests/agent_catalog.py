@@ -60,3 +60,37 @@ register(Agent(name="policy_deadline", description="one question; agent policy: 
                policy=Policy(timeout=1.0), **_ASK))
 register(Agent(name="policy_quorum", description="one question; agent policy: two approvals",
                policy=Policy(required_approvals=2), **_ASK))
+
+
+# Agents as adopters bring them, unchanged (tests/adopter_agents.py): one per interrupt
+# format, and the three ``builder`` forms (a compiled graph, a function returning one, a
+# function returning a StateGraph).
+class NoInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OddInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    which: str = "none"
+
+
+_A = "tests.adopter_agents."
+_PLAIN = {"version": "1", "input_model": NoInput, "model_tokens": False,
+          "initial_state": _A + "empty_state"}
+register(Agent(name="adopter_batched", version="1", input_model=NoInput,
+               description="create_agent + HumanInTheLoopMiddleware, batched (tests)",
+               builder=_A + "hitl_batched_graph", initial_state=_A + "messages_state"))
+register(Agent(name="adopter_per_call", version="1", input_model=NoInput,
+               description="create_agent + HumanInTheLoopMiddleware, per call (tests)",
+               builder=_A + "hitl_per_call_build", initial_state=_A + "messages_state"))
+register(Agent(name="adopter_string", description="interrupt('a string') (tests)",
+               builder=_A + "plain_string_build", **_PLAIN))
+register(Agent(name="adopter_options", description="interrupt({question, options}) (tests)",
+               builder=_A + "question_options_build", **_PLAIN))
+register(Agent(name="adopter_typed", description="interrupt(..., response_schema=) (tests)",
+               builder=_A + "typed_answer_build", **_PLAIN))
+register(Agent(name="adopter_inbox", description="Agent Inbox HumanInterrupt (tests)",
+               builder=_A + "inbox_build", **_PLAIN))
+register(Agent(name="adopter_odd", version="1", input_model=OddInput, model_tokens=False,
+               description="raises an odd value (tests)", builder=_A + "odd_values_build",
+               initial_state=_A + "odd_state"))

@@ -46,5 +46,5 @@ def by_name(name: str, value: Any, response_schema: dict[str, Any] | None = None
 
 def for_interrupt(interrupt: AgentInterrupt) -> InterruptFormat:
     """A stored interrupt's format (``kind``, ``request``, ``response_schema``)."""
-    return by_name(interrupt.kind, interrupt.request,
+    return by_name(interrupt.kind, getattr(interrupt, "request", None),
                    getattr(interrupt, "response_schema", None))

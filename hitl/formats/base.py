@@ -115,6 +115,10 @@ class InterruptFormat:
         """AG-UI ``Interrupt.reason``."""
         return "input_required"
 
+    def tool_call_id(self) -> str | None:
+        """The tool call this interrupt is about (AG-UI ``Interrupt.toolCallId``)."""
+        return None
+
     def response_schema(self) -> dict[str, Any]:
         """JSON Schema of the answer (REST ``response_schema``, AG-UI ``responseSchema``)."""
         return self.schema or {}
@@ -140,9 +144,10 @@ class InterruptFormat:
         """The resume value when the person declines the question (AG-UI "cancelled")."""
         return None
 
-    def approve_answer(self) -> Any | None:
+    def approve_answer(self, because: str = "") -> Any | None:
         """The answer a plain "approve" is (bulk approve, standing approvals, a settled
-        quorum); None when the format has no plain approve."""
+        quorum; ``because``: why, where the answer can say it); None when the format has
+        no plain approve."""
         return None
 
     def reject_answer(self, reason: str = "") -> Any | None:

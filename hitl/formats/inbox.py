@@ -131,7 +131,7 @@ class AgentInbox(InterruptFormat):
     def cancelled_value(self) -> Any:
         return [{"type": "ignore", "args": None}]
 
-    def approve_answer(self) -> Any | None:
+    def approve_answer(self, because: str = "") -> Any | None:
         return [{"type": "accept", "args": None}] if "accept" in self.allowed() else None
 
     def reject_answer(self, reason: str = "") -> Any | None:

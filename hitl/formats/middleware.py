@@ -1,22 +1,14 @@
 """LangChain v1 ``HumanInTheLoopMiddleware``: batched (``HITLRequest``, answered with a
 ``HITLResponse``) and per call (``ToolApprovalRequest``, answered with one ``Decision``
 checked against the interrupt's ``response_schema``). The shapes are the middleware's
-own TypedDicts; the server checks an answer as the middleware would before anything is
+own TypedDicts (restated here: web processes may not import ``langchain.agents``,
+which is graph code; ``tests/unit/test_formats.py`` holds them to the library's); the
+server checks an answer as the middleware would before anything is
 committed, so a refused answer never reaches (and fails) the graph."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, get_type_hints
-
-from langchain.agents.middleware.human_in_the_loop import (
-    ActionRequest,
-    Decision,
-    DecisionType,
-    HITLRequest,
-    HITLResponse,
-    ReviewConfig,
-    ToolApprovalRequest,
-)
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_type_hints
 
 from hitl.formats.base import (
     MESSAGE_MAX,
@@ -29,13 +21,39 @@ from hitl.formats.base import (
     short_json,
 )
 
+DecisionType = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
 CANCELLED_MESSAGE = "cancelled by user"
-# Keys of the middleware's TypedDicts (recognition reads them from the types themselves).
+
+
+class ActionRequest(TypedDict):
+    name: str
+    args: dict[str, Any]
+    description: NotRequired[str]
+
+
+class ReviewConfig(TypedDict):
+    action_name: str
+    allowed_decisions: list[DecisionType]
+    args_schema: NotRequired[dict[str, Any]]
+
+
+class HITLRequest(TypedDict):
+    action_requests: list[ActionRequest]
+    review_configs: list[ReviewConfig]
+
+
+class ToolApprovalRequest(TypedDict):
+    type: Literal["tool_approval"]
+    tool_call_id: str
+    name: str
+    args: dict[str, Any]
+    description: str
+
+
+# Keys recognition requires (read from the types).
 _HITL_KEYS = set(get_type_hints(HITLRequest))
-_ACTION_KEYS = {"name", "args"} & set(get_type_hints(ActionRequest))
 _APPROVAL_KEYS = set(get_type_hints(ToolApprovalRequest)) - {"description", "tool_call_id"}
-_ = (Decision, HITLResponse, ReviewConfig)  # the answer types, documented in the schemas
 
 
 def _is_action(value: Any) -> bool:
@@ -206,7 +224,7 @@ class HitlRequest(InterruptFormat):
         return {"decisions": [_declined(self.config(i)[0])
                               for i in range(len(self.actions()))]}
 
-    def approve_answer(self) -> Any | None:
+    def approve_answer(self, because: str = "") -> Any | None:
         if not all("approve" in self.config(i)[0] for i in range(len(self.actions()))):
             return None
         return {"decisions": [{"type": "approve"} for _ in self.actions()]}
@@ -312,6 +330,10 @@ class ToolApproval(InterruptFormat):
     def reason(self) -> str:
         return "tool_approval"
 
+    def tool_call_id(self) -> str | None:
+        found = self.value.get("tool_call_id")
+        return found if isinstance(found, str) and found else None
+
     def response_schema(self) -> dict[str, Any]:
         return self.schema or _decision_schema(self.value["name"], list(DECISIONS), None)
 
@@ -329,7 +351,7 @@ class ToolApproval(InterruptFormat):
     def cancelled_value(self) -> Any:
         return _declined(self.allowed())
 
-    def approve_answer(self) -> Any | None:
+    def approve_answer(self, because: str = "") -> Any | None:
         return {"type": "approve"} if "approve" in self.allowed() else None
 
     def reject_answer(self, reason: str = "") -> Any | None:

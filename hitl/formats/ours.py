@@ -98,8 +98,8 @@ class Approval(OurKind):
     def reason(self) -> str:
         return str(self.request.get("reason") or "confirmation")
 
-    def approve_answer(self) -> Any:
-        return {"approved": True}
+    def approve_answer(self, because: str = "") -> Any:
+        return {"approved": True, **({"reason": because} if because else {})}
 
     def reject_answer(self, reason: str = "") -> Any:
         return {"approved": False, **({"reason": reason} if reason else {})}
@@ -127,7 +127,7 @@ class Review(OurKind):
     def reason(self) -> str:
         return str(self.request.get("reason") or "confirmation")
 
-    def approve_answer(self) -> Any | None:
+    def approve_answer(self, because: str = "") -> Any | None:
         return {"decision": "approve"} if "approve" in self.allowed() else None
 
     def reject_answer(self, reason: str = "") -> Any | None:

@@ -30,7 +30,7 @@ from django.utils.http import urlencode
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
-from hitl.cards import CardFormError, answer_from_post, card_context
+from hitl.cards import article, card_context, decide_from_post
 from hitl.kinds import KINDS
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
@@ -240,7 +240,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     @admin.display(description="question")
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
-        return text if len(text) <= 120 else text[:119] + "…"
+        # Cut on a word boundary: the column is wide enough for two or three lines.
+        return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:
@@ -443,8 +444,10 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                             values=values, can_answer=may, viewer=request.user)
         context = {
             **self.admin_site.each_context(request),
-            "title": f"Answer a {obj.kind} question" if may else f"{obj.kind} question",
-            "subtitle": f"{obj.kind} · {obj.run.agent} · asked by {obj.run.owner.get_username()}",
+            "title": (f"Answer {article(card['kind_label'].lower())}" if may
+                      else card["kind_label"]),
+            "subtitle": f"{card['kind_label']} · {obj.run.agent} · asked by "
+                        f"{obj.run.owner.get_username()}",
             "opts": self.opts,
             "original": obj,
             "card": card,
@@ -466,19 +469,11 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest,
                 obj: AgentInterrupt) -> HttpResponse | tuple[dict[str, list[str]], Any]:
-        try:
-            status, payload = answer_from_post(obj.request, request.POST)
-            interrupt_decide(actor=request.user, run_id=obj.run_id,
-                             interrupt_id=obj.interrupt_id, payload=payload, status=status,
-                             surface=SURFACE)
-        except CardFormError as err:
-            return err.fields, request.POST
-        except InvalidInput as err:
-            return err.fields or {"__all__": [err.detail]}, request.POST
-        except ServiceError as err:
-            # Decided by someone else meanwhile, expired, run gone: the card turns read-only.
-            self.message_user(request, f"Not recorded: {err.detail}", messages.ERROR)
-            return {"__all__": [err.detail]}, None
+        errors, _status, keep = decide_from_post(actor=request.user, interrupt=obj,
+                                                 data=request.POST, surface=SURFACE)
+        if errors is not None:
+            # Shown once, on the card (focused, tied to its field): no second message.
+            return errors, request.POST if keep else None
         self.message_user(request, f"Answered: {obj.message or obj.kind}", messages.SUCCESS)
         if request.GET.get(AFTER, "next") == "next":
             following = self._next_pending(request, after=obj)

@@ -19,8 +19,9 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from hitl import policies
+from hitl import policies, schema_form
 from hitl.models import AgentInterrupt
+from hitl.schema_form import humanize
 
 REVIEW_LABELS = {"approve": "Approve", "edit": "Save edits", "reject": "Reject",
                  "respond": "Send feedback"}
@@ -37,13 +38,6 @@ class CardFormError(Exception):
 
 
 # --- showing values ------------------------------------------------------------------------
-
-def humanize(key: str) -> str:
-    text = str(key).replace("_", " ").strip()
-    # camelCase → words
-    out = "".join(" " + c.lower() if c.isupper() and i else c for i, c in enumerate(text))
-    return out[:1].upper() + out[1:]
-
 
 def readable(value: Any, depth: int = 0) -> dict[str, Any]:
     """A tree the template ``hitl/cards/_value.html`` renders (no raw JSON for people)."""
@@ -104,47 +98,7 @@ def decision_summary(kind: str, request: dict[str, Any], decision: Any) -> str:
     return json.dumps(decision, default=str)
 
 
-# --- the review edit form --------------------------------------------------------------------
-
-def _field_kind(schema: dict[str, Any]) -> str:
-    kind = schema.get("type")
-    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
-        return "enum"
-    if kind in ("string", "number", "integer", "boolean"):
-        return kind
-    if kind == "array" and (schema.get("items") or {}).get("type") == "string" \
-            and "enum" not in (schema.get("items") or {}):
-        return "string_list"
-    return "json"
-
-
-def edit_form(schema: dict[str, Any] | None) -> list[dict[str, Any]] | None:
-    """Fields generated from an object editSchema; None → use the whole-proposal JSON editor."""
-    if not schema or schema.get("type") != "object" or not schema.get("properties"):
-        return None
-    required = set(schema.get("required") or [])
-    fields = []
-    for name, sub in schema["properties"].items():
-        sub = sub if isinstance(sub, dict) else {}
-        fields.append({"name": name, "input_name": f"edited.{name}",
-                       "label": sub.get("title") or humanize(name),
-                       "help": sub.get("description", ""), "kind": _field_kind(sub),
-                       "required": name in required, "schema": sub,
-                       "choices": [str(v) for v in sub.get("enum", [])]})
-    return fields
-
-
-def _initial_text(kind: str, value: Any) -> str:
-    if value is None:
-        return ""
-    if kind == "string_list":
-        return "\n".join(str(v) for v in value) if isinstance(value, list) else str(value)
-    if kind == "json":
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    if kind == "boolean":
-        return "on" if value else ""
-    return str(value)
-
+# --- form values ------------------------------------------------------------------------------
 
 def _plain(values: Any) -> dict[str, Any]:
     """A posted form (QueryDict or dict) as a dict: repeated fields as lists."""
@@ -249,19 +203,18 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         card["can_reject"] = "reject" in allowed
         card["can_respond"] = "respond" in allowed
         card["can_approve"] = "approve" in allowed
-        fields = edit_form(request.get("editSchema"))
+        # The service reports an edit against the schema as "edited": "<field>: ...":
+        # each message goes under its field (plain words come from the form's own check).
+        for message in list(errors.get("edited", [])):
+            head = message.split(":", 1)[0].split("/")[0]
+            if head and head in ((request.get("editSchema") or {}).get("properties") or {}):
+                errors[f"edited.{head}"].append(message)
+                errors["edited"].remove(message)
+        fields = schema_form.fields(request.get("editSchema"), name="edited",
+                                    dom_id=f"{card['dom_id']}-edit", initial=proposal,
+                                    posted=values, errors=errors, focus=True)
         if fields is not None:
-            for field in fields:
-                posted = _posted(values, field["input_name"])
-                field["id"] = f"{card['dom_id']}-edit-{field['name']}"
-                field["value"] = posted if posted is not None else _initial_text(
-                    field["kind"], proposal.get(field["name"]))
-                # The service reports an edit against the schema as "edited": "<field>: ...".
-                moved = [m for m in errors["edited"] if m.split(":", 1)[0].split("/")[0]
-                         == field["name"]]
-                errors["edited"] = [m for m in errors["edited"] if m not in moved]
-                field["errors"] = errors.get(field["input_name"], []) + moved
-                known.add(field["input_name"])
+            known.update(f["input_name"] for f in fields)
         card["edit_fields"] = fields
         posted_json = _posted(values, "edited_json")
         card["edit_json"] = posted_json if posted_json is not None else json.dumps(
@@ -271,11 +224,18 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     card["other_errors"] = [m for k, msgs in errors.items() if k not in known
                             for m in ([f"{k}: {x}" for x in msgs]
                                       if k not in ("payload", "__all__", "detail") else msgs)]
+    card["focus"] = _focus(card, errors)
     if not pending:
         decider = interrupt.decided_by
         card["decided_by"] = getattr(decider, "username", "") if decider else ""
         card["decided_at"] = interrupt.decided_at
-        if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED):
+        # A run that ends (fails, is cancelled) before a segment applies an answer closes
+        # it as cancelled with the decision kept: it was still answered, by that person.
+        answered_then_closed = (interrupt.status == AgentInterrupt.Status.CANCELLED
+                                and interrupt.decision is not None and decider is not None)
+        card["not_applied"] = answered_then_closed
+        if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
+                or answered_then_closed:
             card["summary"] = decision_summary(kind, request, interrupt.decision)
             card["state_label"] = "Answered"
         elif interrupt.status == AgentInterrupt.Status.CANCELLED:
@@ -289,6 +249,22 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
                                else "Waiting for an answer" if can_answer
                                else "Waiting (read-only)")
     return card
+
+
+# Where focus returns after a refused answer: the first field in error, in the card's order.
+FOCUS_ORDER = ("value", "values", "action", "edited", "edited_json", "reason", "feedback",
+               "decision")
+
+
+def _focus(card: dict[str, Any], errors: dict[str, list[str]]) -> str:
+    """The name of the card's field to focus (``autofocus``), "card" for the card's own
+    error list, or "" when nothing was refused."""
+    if any(f["autofocus"] for f in card.get("edit_fields") or []):
+        return "edited"
+    for name in FOCUS_ORDER:
+        if errors.get(name):
+            return name
+    return "card" if card["other_errors"] else ""
 
 
 def _assigned_to(interrupt: AgentInterrupt) -> list[str]:
@@ -306,47 +282,19 @@ def _approvals_label(interrupt: AgentInterrupt) -> str:
 
 # --- form post → answer ---------------------------------------------------------------------
 
-def _number(kind: str, text: str) -> int | float:
-    if kind == "integer":
-        return int(text)
-    number = float(text)
-    return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() \
-        else number
-
-
 def _edited(request: dict[str, Any], data: Any) -> dict[str, Any]:
-    fields = edit_form(request.get("editSchema"))
-    problems: dict[str, list[str]] = {}
-    if fields is None:
-        text = data.get("edited_json", "")
-        try:
-            edited = json.loads(text)
-        except ValueError as err:
-            raise CardFormError({"edited_json": [f"not valid JSON: {err}"]}) from None
-        if not isinstance(edited, dict):
-            raise CardFormError({"edited_json": ["must be a JSON object"]})
-        return edited
-    edited: dict[str, Any] = {}
-    for field in fields:
-        name, kind, key = field["name"], field["kind"], field["input_name"]
-        if kind == "boolean":
-            edited[name] = data.get(key) in ("on", "true", "1")
-            continue
-        text = (data.get(key) or "").strip() if kind != "string" else (data.get(key) or "")
-        if text == "" and not field["required"] and kind != "string":
-            continue
-        try:
-            if kind in ("number", "integer"):
-                edited[name] = _number(kind, text)
-            elif kind == "string_list":
-                edited[name] = [line.strip() for line in text.splitlines() if line.strip()]
-            elif kind == "json":
-                edited[name] = json.loads(text)
-            else:
-                edited[name] = text
-        except ValueError:
-            problems[key] = [{"integer": "enter a whole number", "number": "enter a number",
-                              "json": "not valid JSON"}.get(kind, "invalid value")]
+    schema = request.get("editSchema")
+    try:
+        if not schema_form.is_form(schema):
+            edited = schema_form.json_from_post(data, "edited_json")
+            if not isinstance(edited, dict):
+                raise CardFormError({"edited_json": ["The proposal must be a JSON object"]})
+            return edited
+        edited = schema_form.value_from_post(schema, data, name="edited")
+    except schema_form.FormProblems as err:
+        raise CardFormError(err.fields) from None
+    # Checked here too (the service checks again) for errors in plain words per field.
+    problems = schema_form.plain_errors(schema, edited, name="edited")
     if problems:
         raise CardFormError(problems)
     return edited
@@ -398,3 +346,58 @@ def answer_from_post(request: dict[str, Any], data: Any) -> tuple[str, Any]:
             return "resolved", {"decision": "edit", "edited": _edited(request, data)}
         raise CardFormError({"decision": ["choose an action"]})
     raise CardFormError({"type": [f"unknown interaction kind {kind!r}"]})
+
+
+# --- form → decide → errors (the chat pages and the admin decide page) -------------------------
+
+def article(noun: str) -> str:
+    """ "a review", "an input question": the indefinite article a label takes."""
+    word = noun.strip()
+    vowel = word[:1].lower() in "aeiou" and not word.lower().startswith(("uni", "use", "one"))
+    return f"{'an' if vowel else 'a'} {word}"
+
+
+def late_answer_message(interrupt: AgentInterrupt, err: Any, actor: Any) -> str:
+    """Why an answer arrived too late, naming the question and who answered it."""
+    question = interrupt.message or KIND_LABELS.get(interrupt.kind, "this question")
+    answered = interrupt.status != AgentInterrupt.Status.PENDING and interrupt.decided_by_id
+    if answered:
+        # Whatever the service noticed first (the run resumed, the row is decided).
+        who = ("you, in another tab" if interrupt.decided_by_id == getattr(actor, "pk", None)
+               else interrupt.decided_by.get_username())
+        return f"“{question}” was already answered by {who}."
+    if err.code in ("already_decided", "not_pending"):
+        return f"“{question}” was already answered."
+    if err.code == "expired" or interrupt.status == AgentInterrupt.Status.EXPIRED:
+        return f"“{question}” expired before your answer arrived."
+    if err.code == "run_not_paused":
+        return f"The run moved on before your answer to “{question}” arrived."
+    return str(err.detail)
+
+
+def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any,
+                     surface: str) -> tuple[dict[str, list[str]] | None, int, bool]:
+    """Answer ``interrupt`` from its card's form post, as ``actor``.
+
+    Returns (errors, HTTP status, keep_values): (None, 200, False) when recorded; else the
+    card's errors by field, the status the refusal means (400: fix the form; 403, 409, 410:
+    the card turns read-only and says why), and whether to show the posted values again.
+    """
+    from agentsite.errors import InvalidInput, ServiceError
+    from hitl.services import interrupt_decide
+
+    try:
+        status, payload = answer_from_post(interrupt.request, data)
+        interrupt_decide(actor=actor, run_id=interrupt.run_id,
+                         interrupt_id=interrupt.interrupt_id, payload=payload,
+                         status=status, surface=surface)
+    except CardFormError as err:
+        return err.fields, 400, True
+    except InvalidInput as err:
+        return err.fields or {"__all__": [err.detail]}, 400, True
+    except ServiceError as err:
+        # Someone answered first, the run moved on, the deadline passed, or a policy
+        # (four-eyes, assignment) refuses: read the row again to say who and what.
+        interrupt.refresh_from_db(fields=["status", "decided_by", "decided_at", "decision"])
+        return {"__all__": [late_answer_message(interrupt, err, actor)]}, err.status, False
+    return None, 200, False

@@ -20,13 +20,12 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, ServiceError
+from agentsite.errors import Conflict, InvalidInput, ServiceError
 from execution.lifecycle import run_cancel
 from hitl import policies
-from hitl.cards import CardFormError, answer_from_post, card_context
+from hitl.cards import card_context, decide_from_post
 from hitl.models import AgentInterrupt
 from hitl.selectors import is_reviewer
-from hitl.services import interrupt_decide
 from pages.forms import input_fields, input_from_post
 from pages.live import read_runs
 from pages.markdown import render_markdown
@@ -264,6 +263,8 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
                           if latest and latest_block.get("last_event_id") else ""),
         "queue_url": "/api/events/",
         "queue_channel": user_stream_channel(request.user),
+        # A page without JavaScript reloads itself while one of these runs works.
+        "live_statuses": [str(s) for s in AgentRun.LIVE],
     }
 
 
@@ -368,25 +369,8 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
                                      interrupt_id=interrupt_id).first()
     if interrupt is None:
         raise Http404("no such question")
-    errors: dict[str, list[str]] | None = None
-    status = 200
-    try:
-        answer_status, payload = answer_from_post(interrupt.request, request.POST)
-        interrupt_decide(actor=request.user, run_id=interrupt.run_id,
-                         interrupt_id=interrupt.interrupt_id, payload=payload,
-                         status=answer_status, surface="page")
-    except CardFormError as err:
-        errors, status = err.fields, 400
-    except InvalidInput as err:
-        errors, status = (err.fields or {"__all__": [err.detail]}), 400
-    except (Conflict, Gone, Forbidden) as err:
-        # Someone answered first, the run moved on, or the deadline passed: the card
-        # (read again) shows who answered, when and what, or that it expired.
-        message = {"already_decided": "Someone else answered this first.",
-                   "expired": "This question expired before your answer arrived."}
-        errors, status = {"__all__": [message.get(err.code, err.detail)]}, err.status
-    except ServiceError as err:  # e.g. 403: four-eyes, or assigned to someone else
-        errors, status = {"__all__": [err.detail]}, err.status
+    errors, status, keep = decide_from_post(actor=request.user, interrupt=interrupt,
+                                            data=request.POST, surface="page")
     if errors is None:
         if _is_htmx(request):
             interrupt = _interrupts().get(pk=interrupt.pk)
@@ -395,7 +379,7 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
         return redirect(reverse("pages:chat", args=[conversation.pk])
                         + f"#card-{interrupt.interrupt_id}")
     interrupt = _interrupts().get(pk=interrupt.pk)
-    values = request.POST if status == 400 else None
+    values = request.POST if keep else None
     if _is_htmx(request):
         # 200 so htmx swaps the card in; the card itself carries the errors.
         return render(request, "hitl/cards/card.html", {"card": _card(

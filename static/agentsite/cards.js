@@ -70,11 +70,48 @@
     }
   });
 
+  // After a refused answer the card comes back with its errors: focus goes to the field
+  // in error (the template marks it autofocus; htmx swaps do not focus it themselves).
+  function focusRefused(elt) {
+    // With hx-swap="outerHTML" the event names the card that was replaced: find its successor.
+    const card = elt && elt.id ? document.getElementById(elt.id) : null;
+    const target = card && card.querySelector("[autofocus]");
+    if (target && document.activeElement !== target) target.focus();
+  }
+
+  // A modal card's dialog is shown inline (no JavaScript needed to answer it); while it is
+  // open and focus is inside it, Tab and Shift+Tab cycle through its own controls.
+  const FOCUSABLE = "button:not([disabled]), [href], input:not([disabled]), select:not([disabled])," +
+    " textarea:not([disabled]), [tabindex]:not([tabindex='-1'])";
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Tab") return;
+    const dialog = e.target.closest && e.target.closest("dialog[data-modal][open]");
+    if (!dialog) return;
+    const items = Array.from(dialog.querySelectorAll(FOCUSABLE));
+    if (!items.length) return;
+    const first = items[0];
+    const last = items[items.length - 1];
+    if (e.shiftKey && e.target === first) { e.preventDefault(); last.focus(); }
+    else if (!e.shiftKey && e.target === last) { e.preventDefault(); first.focus(); }
+  });
+
+  function openModal(root) {
+    // A newly shown modal takes the focus (unless the person is typing somewhere else).
+    const dialog = root.querySelector && root.querySelector(".card[data-status=pending] dialog[data-modal][open]");
+    const busy = document.activeElement && document.activeElement !== document.body;
+    if (dialog && !busy) {
+      const first = dialog.querySelector(FOCUSABLE);
+      if (first) first.focus();
+    }
+  }
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", () => initAll(document));
   } else {
     initAll(document);
   }
-  document.addEventListener("htmx:load", (e) => initAll(e.target));
-  window.agentsiteCards = { init: initAll };
+  document.addEventListener("htmx:load", (e) => { initAll(e.target); openModal(e.target); });
+  document.addEventListener("htmx:afterSettle", (e) => focusRefused(e.detail.elt || e.target));
+  document.addEventListener("DOMContentLoaded", () => openModal(document));
+  window.agentsiteCards = { init: (root) => { initAll(root); openModal(root); } };
 })();

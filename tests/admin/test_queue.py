@@ -186,7 +186,9 @@ def test_answered_elsewhere_meanwhile_shows_who(staff, paused_run):
                      payload={"approved": True}, surface="api")
     response = _login(staff["reviewer"]).post(_change(row), {"decision": "reject"})
     page = response.content.decode()
-    assert response.status_code == 200 and "already decided" in page
+    assert response.status_code == 200
+    # Named by its question and who answered, said once (on the card, not in a message too).
+    assert page.count("“Ship it?” was already answered by alice.") == 1
     assert "Answered by" in page and "alice" in page
     row.refresh_from_db()
     assert row.decided_by == staff["alice"]

@@ -104,11 +104,12 @@ def test_no_js_answers_errors_and_conflicts(paused, users):
     # A good answer redirects back to the card.
     response = client.post(f"/c/{conv}/answer/{first}/", {"decision": "reject", "reason": "no"})
     assert response.status_code == 302 and response["Location"].endswith(f"#card-{first}")
-    # The same answer again (a double submit): 409, the card says who answered.
+    # The same answer again (a double submit): 409, the card says who answered: the same
+    # user, so "you, in another tab", and names the question.
     response = client.post(f"/c/{conv}/answer/{first}/", {"decision": "approve"})
     assert response.status_code == 409
     body = response.content.decode()
-    assert "Someone else answered this first." in body and "Rejected: no" in body
+    assert "was already answered by you, in another tab." in body and "Rejected: no" in body
     assert AgentInterrupt.objects.get(interrupt_id=first).decision == {"approved": False,
                                                                       "reason": "no"}
     # An htmx answer gets the card back, answered.

@@ -9,7 +9,8 @@ from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from hitl.cards import CardFormError, answer_from_post, card_context, edit_form
+from hitl import schema_form
+from hitl.cards import CardFormError, answer_from_post, card_context
 from hitl.models import AgentInterrupt
 
 PLAN_SCHEMA = {
@@ -92,10 +93,86 @@ def test_review_offers_only_allowed_actions_and_generates_edit_fields():
 
 
 def test_edit_form_kinds():
-    kinds = {f["name"]: f["kind"] for f in edit_form(PLAN_SCHEMA)}
+    fields = schema_form.fields(PLAN_SCHEMA, name="edited", dom_id="c")
+    kinds = {f["name"]: f["kind"] for f in fields}
     assert kinds == {"title": "string", "steps": "string_list", "budget": "number",
                      "people": "integer", "urgent": "boolean", "size": "enum", "meta": "json"}
-    assert edit_form({"type": "array"}) is None
+    assert schema_form.fields({"type": "array"}, name="x", dom_id="c") is None
+
+
+def test_edit_form_follows_the_schemas_order_after_jsonb():
+    # Postgres jsonb returns keys shortest first ("steps" before "title"): the required
+    # list, which keeps its order, puts the fields back as written.
+    stored = {"type": "object", "required": ["title", "steps"],
+              "properties": {"steps": {"type": "array", "items": {"type": "string"}},
+                             "title": {"type": "string"}, "owner": {"type": "string"}}}
+    names = [f["name"] for f in schema_form.fields(stored, name="e", dom_id="c")]
+    assert names == ["title", "steps", "owner"]
+    stored["x-order"] = ["owner", "title"]
+    names = [f["name"] for f in schema_form.fields(stored, name="e", dom_id="c")]
+    assert names == ["owner", "title", "steps"]
+
+
+def test_review_edit_errors_are_plain_words_per_field():
+    request = {**REQUESTS["review"], "editSchema": {**PLAN_SCHEMA, "properties": {
+        **PLAN_SCHEMA["properties"], "steps": {"type": "array", "minItems": 1,
+                                               "items": {"type": "string"}}}}}
+    with pytest.raises(CardFormError) as err:
+        answer_from_post(request, QueryDict("decision=edit&edited.title=&edited.steps="))
+    assert err.value.fields == {"edited.steps": ["Steps: add at least one step"],
+                                "edited.title": ["Title: fill this in"]}
+    interrupt = make("review")
+    interrupt.request = request
+    html = render(card_context(interrupt, preview=True, action_url="/a/",
+                               errors=err.value.fields,
+                               values=QueryDict("decision=edit&edited.title=&edited.steps=")))
+    # The first field in error gets the focus back, and its error is tied to it.
+    assert html.count(" autofocus") == 1
+    title = html[html.index('id="card-int-review-edit-title"'):]
+    title = title[:title.index(">")]
+    assert "autofocus" in title and 'aria-invalid="true"' in title
+    assert 'aria-describedby=" card-int-review-edit-title-errors"' in title \
+        or 'aria-describedby="card-int-review-edit-title-errors"' in title
+    assert 'id="card-int-review-edit-title-errors"' in html
+
+
+@pytest.mark.parametrize("kind,field,body", [
+    ("input", "value", "value="), ("select", "value", ""), ("modal", "action", ""),
+    ("approval", "decision", "decision=maybe"),
+])
+def test_refused_answer_focuses_the_field_and_ties_the_error(kind, field, body):
+    errors = {field: ["choose"]}
+    html = render(card_context(make(kind), preview=True, action_url="/a/", errors=errors,
+                               values=QueryDict(body)))
+    assert html.count(" autofocus") == 1
+    focused = html[:html.index(" autofocus")]
+    focused = focused[focused.rindex("<"):]
+    assert "-errors" in focused and "aria-describedby" in focused
+
+
+def test_error_not_tied_to_a_field_is_focused_as_the_cards_alert():
+    html = render(card_context(make("input"), preview=True, action_url="/a/",
+                               errors={"__all__": ["Already answered by bob."]}))
+    assert 'role="alert" id="card-int-input-errors" tabindex="-1" autofocus' in html
+
+
+def test_modal_shows_its_title_once():
+    interrupt = make("modal")
+    interrupt.request = {**REQUESTS["modal"], "message": "Heads up"}
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
+    assert html.count("Heads up") == 1
+    assert 'aria-labelledby="card-int-modal-title" data-modal' in html
+
+
+def test_answered_card_of_a_run_that_failed_says_who_answered():
+    # interrupts_close_decided: the run ended before applying it: cancelled, decision kept.
+    from django.contrib.auth.models import User
+
+    interrupt = make("select", status="cancelled", decision={"value": "blue"},
+                     decided_at=timezone.now(), decided_by=User(username="bob"))
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
+    assert "Answered by <strong class=\"card__decider\">bob</strong>" in html
+    assert "Blue" in html and "Cancelled" not in html
 
 
 def test_text_is_escaped():

@@ -31,7 +31,7 @@ from django.utils.http import urlencode
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
 from hitl.cards import article, card_context, decide_from_post
-from hitl.kinds import KINDS
+from hitl.formats import FORMATS, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
@@ -71,12 +71,12 @@ class StatusFilter(admin.SimpleListFilter):
 
 
 class KindFilter(admin.SimpleListFilter):
-    # The kinds are fixed: listing them needs no SELECT DISTINCT over the whole table.
+    # The formats are fixed: listing them needs no SELECT DISTINCT over the whole table.
     title = "kind"
     parameter_name = "kind"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(k, k) for k in KINDS]
+        return [(f.name, f.name) for f in FORMATS]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return queryset.filter(kind=self.value()) if self.value() else queryset
@@ -132,21 +132,16 @@ class AssignmentFilter(admin.SimpleListFilter):
 
 # --- bulk answers -----------------------------------------------------------------
 
-def approve_payload(row: AgentInterrupt) -> dict[str, Any] | None:
-    """The "yes" answer of an approval or a review (None: this kind cannot be approved)."""
-    if row.kind == "approval":
-        return {"approved": True}
-    if row.kind == "review" and "approve" in row.request.get("allowed", ["approve"]):
-        return {"decision": "approve"}
-    return None
+def approve_payload(row: AgentInterrupt) -> Any | None:
+    """The format's plain "approve" answer (None: its format has none, or this one cannot
+    be approved, e.g. a review or a tool call whose config leaves "approve" out)."""
+    fmt = for_interrupt(row)
+    return fmt.approve_answer() if fmt.bulk_approve else None
 
 
-def reject_payload(row: AgentInterrupt, reason: str) -> dict[str, Any] | None:
-    if row.kind == "approval":
-        return {"approved": False, "reason": reason}
-    if row.kind == "review" and "reject" in row.request.get("allowed", ["reject"]):
-        return {"decision": "reject", "reason": reason}
-    return None
+def reject_payload(row: AgentInterrupt, reason: str) -> Any | None:
+    """The format's plain "reject" answer with ``reason`` (None: it has none)."""
+    return for_interrupt(row).reject_answer(reason)
 
 
 def skip_reason(err: ServiceError) -> str:
@@ -543,10 +538,12 @@ def _chat_url(obj: AgentInterrupt) -> str | None:
 
 def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:
     """For a review answered with an edit: the proposal and the edited version, as JSON."""
-    decision = obj.decision or {}
-    if obj.kind != "review" or decision.get("decision") != "edit":
+    # A review answered "edit" (the only answer that carries an edited copy of its request).
+    decision = obj.decision if isinstance(obj.decision, dict) else {}
+    request = obj.request if isinstance(obj.request, dict) else {}
+    if decision.get("decision") != "edit" or "proposal" not in request:
         return None
-    return (json.dumps(obj.request.get("proposal"), indent=2, ensure_ascii=False),
+    return (json.dumps(request.get("proposal"), indent=2, ensure_ascii=False),
             json.dumps(decision.get("edited"), indent=2, ensure_ascii=False))
 
 

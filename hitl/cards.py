@@ -1,101 +1,44 @@
-"""Review cards: what a card template shows, and how a card's form post becomes an answer.
+"""Review cards: the frame every card shares, and form → decide → errors for its post.
 
-Shared by every HTML surface (chat pages, admin queue). Pure: no queries beyond the
-interrupt's own ``decided_by``, no writes. The answer itself is validated by the decision
-service (``hitl.kinds.validate_response``); here we only turn form fields into a payload
-and report what a form cannot express (a number that is not a number, JSON that is not JSON).
+Shared by every HTML surface (chat pages, admin queue). What a card shows and how its form
+post becomes an answer belong to the interrupt's format (``hitl.formats``: ``template``,
+``card_context``, ``answer_from_post``, ``summary``); here is only what all cards share:
+who may answer, the state line, errors placed beside their fields with the focus on the
+first one, and the post → ``interrupt_decide`` → errors round trip. Pure but for
+``decide_from_post``: no queries beyond the interrupt's own relations, no writes.
 
-Form field names, per kind:
-  input ``value`` · select ``value`` · multiSelect ``values`` (repeated) · modal ``action``
-  approval ``decision`` = approve | reject, ``reason`` · unlock ``decision`` = unlock
-  review ``decision`` = approve | edit | reject | respond, ``reason``, ``feedback``,
-  ``edited.<field>`` (generated from editSchema) or ``edited_json`` (the JSON editor).
-  Any kind: ``_status`` = cancelled declines the question (AG-UI status "cancelled").
+Inputs a format renders as field dicts (``input_name``, ``kind``, ``label``, ``value``;
+see ``hitl/cards/_fields.html``) get their id, errors and ``autofocus`` here. Any card:
+``_status`` = cancelled declines the question (AG-UI status "cancelled").
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
-from hitl import policies, schema_form
+from hitl import policies
+from hitl.card_parts import readable  # noqa: F401 - what the pages show a run's result with
+from hitl.formats import CardFormError, for_interrupt
 from hitl.models import AgentInterrupt
-from hitl.schema_form import humanize
+from hitl.schema_form import FormProblems, humanize  # noqa: F401 - pages.forms reads humanize
 
-REVIEW_LABELS = {"approve": "Approve", "edit": "Save edits", "reject": "Reject",
-                 "respond": "Send feedback"}
-KIND_LABELS = {"input": "Question", "select": "Choice", "multiSelect": "Choices",
-               "modal": "Notice", "approval": "Approval", "unlock": "Unlock", "review": "Review"}
+__all__ = ["CardFormError", "answer_from_post", "article", "card_context", "decide_from_post",
+           "decision_summary", "late_answer_message", "readable"]
 
-
-class CardFormError(Exception):
-    """A card form that cannot become a payload; ``fields`` maps field names to messages."""
-
-    def __init__(self, fields: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in fields.items()))
-        self.fields = fields
+# Where focus returns after a refused answer when no field dict is in error: the first of
+# these the card's own template shows an error beside.
+FOCUS_ORDER = ("value", "values", "action", "edited", "edited_json", "reason", "feedback",
+               "decision")
+# Error names that are the whole answer's, shown at the card's top as they are.
+WHOLE = ("payload", "__all__", "detail")
 
 
-# --- showing values ------------------------------------------------------------------------
-
-def readable(value: Any, depth: int = 0) -> dict[str, Any]:
-    """A tree the template ``hitl/cards/_value.html`` renders (no raw JSON for people)."""
-    # "kind" names the shape (a key like "items" would clash with dict.items in templates).
-    if depth > 6:
-        return {"kind": "scalar", "text": json.dumps(value, default=str)}
-    if isinstance(value, dict):
-        return {"kind": "pairs", "pairs": [{"label": humanize(k), "value": readable(v, depth + 1)}
-                                           for k, v in value.items()]}
-    if isinstance(value, (list, tuple)):
-        return {"kind": "list", "entries": [readable(v, depth + 1) for v in value]}
-    if isinstance(value, bool):
-        return {"kind": "scalar", "text": "yes" if value else "no"}
-    if value is None:
-        return {"kind": "scalar", "text": "—"}
-    return {"kind": "scalar", "text": str(value)}
-
-
-def _options(request: dict[str, Any], key: str = "options") -> list[dict[str, str]]:
-    return [{"label": str(o.get("label", o.get("value"))), "value": str(o.get("value"))}
-            for o in request.get(key) or [] if isinstance(o, dict)]
-
-
-def _label_of(options: list[dict[str, str]], value: Any) -> str:
-    for option in options:
-        if option["value"] == value:
-            return option["label"]
-    return str(value)
-
-
-def decision_summary(kind: str, request: dict[str, Any], decision: Any) -> str:
+def decision_summary(interrupt: AgentInterrupt, decision: Any) -> str:
     """One line saying what was answered."""
-    d = decision if isinstance(decision, dict) else {}
-    if kind == "input":
-        return str(d.get("value", ""))
-    if kind == "select":
-        return _label_of(_options(request), d.get("value"))
-    if kind == "multiSelect":
-        return ", ".join(_label_of(_options(request), v) for v in d.get("values", [])) or "none"
-    if kind == "modal":
-        return _label_of(_options(request, "actions"), d.get("action"))
-    if kind == "approval":
-        if d.get("approved"):
-            return "Approved"
-        return "Rejected" + (f": {d['reason']}" if d.get("reason") else "")
-    if kind == "unlock":
-        return "Unlocked"
-    if kind == "review":
-        choice = d.get("decision")
-        if choice == "approve":
-            return "Approved"
-        if choice == "edit":
-            return "Approved with edits"
-        if choice == "reject":
-            return "Rejected" + (f": {d['reason']}" if d.get("reason") else "")
-        if choice == "respond":
-            return f"Feedback: {d.get('feedback', '')}"
-    return json.dumps(decision, default=str)
+    return for_interrupt(interrupt).summary(decision)
 
 
 # --- form values ------------------------------------------------------------------------------
@@ -110,11 +53,56 @@ def _plain(values: Any) -> dict[str, Any]:
     return defaultdict(str, values)
 
 
-def _posted(values: dict[str, Any], name: str) -> Any:
-    value = values[name] if name in values else None
-    if isinstance(value, list):
-        return value[-1] if value else ""
-    return value
+def _fields(node: Any) -> Iterator[dict[str, Any]]:
+    """The field dicts of a card context, in the order the template shows them."""
+    if isinstance(node, dict):
+        if "input_name" in node and "kind" in node:
+            yield node
+            return
+        for value in node.values():
+            yield from _fields(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _fields(value)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
+
+
+def _place_errors(card: dict[str, Any], errors: dict[str, list[str]], dom_id: str) -> set[str]:
+    """Give each field dict its id and errors; move errors the service names otherwise
+    ("edited": "title: ...", or a format's ``error_aliases``) to their field. Returns the
+    names shown beside a field."""
+    fields = list(_fields({k: v for k, v in card.items() if k not in ("posted", "request")}))
+    names = {f["input_name"] for f in fields}
+    inline = set(card.get("inline_errors") or ())
+    aliases = card.get("error_aliases") or {}
+    for key in list(errors):
+        if key in names or key in inline:
+            continue
+        for message in list(errors[key]):
+            head = message.split(":", 1)[0].strip().split("/")[0]
+            target = f"{key}.{head}" if f"{key}.{head}" in names else None
+            if target is None:
+                prefixes = [p for p in aliases if key == p or key.startswith(p + ".")]
+                target = aliases[max(prefixes, key=len)] if prefixes else None
+            if target is not None and (target in names or target in inline):
+                errors[target].append(message)
+                errors[key].remove(message)
+        if not errors[key]:
+            del errors[key]
+    first = None
+    for field in fields:
+        field["id"] = f"{dom_id}-{_slug(field['input_name'])}"
+        field["errors_id"] = f"{field['id']}-errors"
+        field["errors"] = list(errors.get(field["input_name"], []))
+        field["autofocus"] = False
+        if first is None and field["errors"]:
+            first = field
+    if first is not None:
+        first["autofocus"] = True
+    return names | inline
 
 
 # --- card context ----------------------------------------------------------------------------
@@ -130,8 +118,7 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     to keep what the person typed. ``htmx``: add the hx-* attributes (answer in place).
     ``preview``: the interrupt is not stored (nobody assigned, no votes: nothing to read).
     """
-    request = interrupt.request if isinstance(interrupt.request, dict) else {}
-    kind = interrupt.kind
+    fmt = for_interrupt(interrupt)
     values = _plain(values)
     # A defaultdict: a template asking for a field with no errors gets [] (a plain dict
     # would fall back to attributes, and ``errors.values`` is a method).
@@ -145,15 +132,15 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     if waiting_for_reviewer or (pending and viewer is not None
                                 and not policies.may_decide(viewer, interrupt)):
         can_answer = False
-    card: dict[str, Any] = {
+    dom_id = f"card-{_slug(interrupt.interrupt_id)}"
+    frame: dict[str, Any] = {
         "interrupt_id": interrupt.interrupt_id,
         "run_id": str(interrupt.run_id),
-        "dom_id": f"card-{interrupt.interrupt_id}",
-        "kind": kind,
-        "kind_label": KIND_LABELS.get(kind, kind),
-        "message": interrupt.message,
-        "reason": request.get("reason") or "",
-        "request": request,
+        "dom_id": dom_id,
+        "kind": interrupt.kind,
+        "kind_label": fmt.label,
+        "template": fmt.template,
+        "message": fmt.message(),
         "status": interrupt.status,
         "pending": pending,
         "answerable": pending and can_answer,
@@ -170,60 +157,10 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         "assigned_to": _assigned_to(interrupt) if pending and not preview else [],
         "approvals_label": "" if preview else _approvals_label(interrupt),
     }
-    known = {"value", "values", "action", "reason", "feedback", "decision", "edited",
-             "edited_json"}
-    if kind == "input":
-        card["placeholder"] = request.get("placeholder") or ""
-        card["value"] = _posted(values, "value") or ""
-    elif kind in ("select", "multiSelect"):
-        chosen = values.get("values" if kind == "multiSelect" else "value") or []
-        chosen = chosen if isinstance(chosen, list) else [chosen]
-        card["options"] = [{**o, "checked": o["value"] in chosen,
-                            "id": f"{card['dom_id']}-opt-{i}"}
-                           for i, o in enumerate(_options(request))]
-        card["min"] = request.get("min")
-        card["max"] = request.get("max")
-    elif kind == "modal":
-        card["title"] = request.get("title") or ""
-        card["body"] = request.get("body") or ""
-        card["actions"] = _options(request, "actions")
-    elif kind == "approval":
-        details = request.get("details")
-        card["details"] = readable(details) if details not in (None, "", {}, []) else None
-    elif kind == "unlock":
-        card["key"] = request.get("key") or ""
-    elif kind == "review":
-        proposal = request.get("proposal") or {}
-        card["proposal"] = readable(proposal)
-        card["allowed"] = [{"value": a, "label": REVIEW_LABELS.get(a, a)}
-                           for a in request.get("allowed")
-                           or ["approve", "edit", "reject", "respond"]]
-        allowed = {a["value"] for a in card["allowed"]}
-        card["can_edit"] = "edit" in allowed
-        card["can_reject"] = "reject" in allowed
-        card["can_respond"] = "respond" in allowed
-        card["can_approve"] = "approve" in allowed
-        # The service reports an edit against the schema as "edited": "<field>: ...":
-        # each message goes under its field (plain words come from the form's own check).
-        for message in list(errors.get("edited", [])):
-            head = message.split(":", 1)[0].split("/")[0]
-            if head and head in ((request.get("editSchema") or {}).get("properties") or {}):
-                errors[f"edited.{head}"].append(message)
-                errors["edited"].remove(message)
-        fields = schema_form.fields(request.get("editSchema"), name="edited",
-                                    dom_id=f"{card['dom_id']}-edit", initial=proposal,
-                                    posted=values, errors=errors, focus=True)
-        if fields is not None:
-            known.update(f["input_name"] for f in fields)
-        card["edit_fields"] = fields
-        posted_json = _posted(values, "edited_json")
-        card["edit_json"] = posted_json if posted_json is not None else json.dumps(
-            proposal, indent=2, ensure_ascii=False)
-        card["reason_value"] = _posted(values, "reason") or ""
-        card["feedback_value"] = _posted(values, "feedback") or ""
-    card["other_errors"] = [m for k, msgs in errors.items() if k not in known
-                            for m in ([f"{k}: {x}" for x in msgs]
-                                      if k not in ("payload", "__all__", "detail") else msgs)]
+    card = {**fmt.card_context(None if pending else interrupt.decision, values), **frame}
+    shown = _place_errors(card, errors, dom_id)
+    card["other_errors"] = [m for k, msgs in errors.items() if k not in shown
+                            for m in (msgs if k in WHOLE else [f"{k}: {x}" for x in msgs])]
     card["focus"] = _focus(card, errors)
     if not pending:
         decider = interrupt.decided_by
@@ -236,7 +173,7 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         card["not_applied"] = answered_then_closed
         if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
                 or answered_then_closed:
-            card["summary"] = decision_summary(kind, request, interrupt.decision)
+            card["summary"] = fmt.summary(interrupt.decision)
             card["state_label"] = "Answered"
         elif interrupt.status == AgentInterrupt.Status.CANCELLED:
             card["summary"] = "Cancelled"
@@ -251,16 +188,12 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     return card
 
 
-# Where focus returns after a refused answer: the first field in error, in the card's order.
-FOCUS_ORDER = ("value", "values", "action", "edited", "edited_json", "reason", "feedback",
-               "decision")
-
-
 def _focus(card: dict[str, Any], errors: dict[str, list[str]]) -> str:
-    """The name of the card's field to focus (``autofocus``), "card" for the card's own
-    error list, or "" when nothing was refused."""
-    if any(f["autofocus"] for f in card.get("edit_fields") or []):
-        return "edited"
+    """What gets ``autofocus``: "field" (a field dict has it), a name of the card's own
+    template, "card" for the card's error list, or "" when nothing was refused."""
+    if any(f.get("autofocus") for f in _fields(
+            {k: v for k, v in card.items() if k not in ("posted", "request")})):
+        return "field"
     for name in FOCUS_ORDER:
         if errors.get(name):
             return name
@@ -280,75 +213,20 @@ def _approvals_label(interrupt: AgentInterrupt) -> str:
                           sum(1 for v in interrupt.votes.all() if v.approved))
 
 
-# --- form post → answer ---------------------------------------------------------------------
+# --- form → decide → errors (the chat pages and the admin decide page) -------------------------
 
-def _edited(request: dict[str, Any], data: Any) -> dict[str, Any]:
-    schema = request.get("editSchema")
-    try:
-        if not schema_form.is_form(schema):
-            edited = schema_form.json_from_post(data, "edited_json")
-            if not isinstance(edited, dict):
-                raise CardFormError({"edited_json": ["The proposal must be a JSON object"]})
-            return edited
-        edited = schema_form.value_from_post(schema, data, name="edited")
-    except schema_form.FormProblems as err:
-        raise CardFormError(err.fields) from None
-    # Checked here too (the service checks again) for errors in plain words per field.
-    problems = schema_form.plain_errors(schema, edited, name="edited")
-    if problems:
-        raise CardFormError(problems)
-    return edited
+def answer_from_post(interrupt: AgentInterrupt, data: Any) -> tuple[str, Any]:
+    """(status, answer) from a card's form post; CardFormError for what the form cannot say.
 
-
-def answer_from_post(request: dict[str, Any], data: Any) -> tuple[str, Any]:
-    """(status, payload) from a card's form fields; raises CardFormError for form problems.
-
-    ``data`` is a QueryDict (or any mapping with ``get`` and, for multiSelect, ``getlist``).
+    ``data`` is a QueryDict. The answer is the format's (checked again by the service).
     """
     if data.get("_status") == "cancelled":
         return "cancelled", None
-    kind = request.get("type")
-    if kind == "input":
-        return "resolved", {"value": data.get("value", "")}
-    if kind == "select":
-        if not data.get("value"):
-            raise CardFormError({"value": ["choose one of the options"]})
-        return "resolved", {"value": data.get("value")}
-    if kind == "multiSelect":
-        return "resolved", {"values": list(data.getlist("values"))}
-    if kind == "modal":
-        if not data.get("action"):
-            raise CardFormError({"action": ["choose one of the actions"]})
-        return "resolved", {"action": data.get("action")}
-    if kind == "approval":
-        decision = data.get("decision")
-        if decision not in ("approve", "reject"):
-            raise CardFormError({"decision": ["approve or reject"]})
-        if decision == "approve":
-            return "resolved", {"approved": True}
-        reason = (data.get("reason") or "").strip()
-        return "resolved", {"approved": False, **({"reason": reason} if reason else {})}
-    if kind == "unlock":
-        return "resolved", {}
-    if kind == "review":
-        decision = data.get("decision")
-        if decision == "approve":
-            return "resolved", {"decision": "approve"}
-        if decision == "reject":
-            reason = (data.get("reason") or "").strip()
-            return "resolved", {"decision": "reject", **({"reason": reason} if reason else {})}
-        if decision == "respond":
-            feedback = (data.get("feedback") or "").strip()
-            if not feedback:
-                raise CardFormError({"feedback": ["write your feedback first"]})
-            return "resolved", {"decision": "respond", "feedback": feedback}
-        if decision == "edit":
-            return "resolved", {"decision": "edit", "edited": _edited(request, data)}
-        raise CardFormError({"decision": ["choose an action"]})
-    raise CardFormError({"type": [f"unknown interaction kind {kind!r}"]})
+    try:
+        return "resolved", for_interrupt(interrupt).answer_from_post(data)
+    except FormProblems as err:
+        raise CardFormError(err.fields) from None
 
-
-# --- form → decide → errors (the chat pages and the admin decide page) -------------------------
 
 def article(noun: str) -> str:
     """ "a review", "an input question": the indefinite article a label takes."""
@@ -359,7 +237,7 @@ def article(noun: str) -> str:
 
 def late_answer_message(interrupt: AgentInterrupt, err: Any, actor: Any) -> str:
     """Why an answer arrived too late, naming the question and who answered it."""
-    question = interrupt.message or KIND_LABELS.get(interrupt.kind, "this question")
+    question = interrupt.message or "this question"
     answered = interrupt.status != AgentInterrupt.Status.PENDING and interrupt.decided_by_id
     if answered:
         # Whatever the service noticed first (the run resumed, the row is decided).
@@ -387,9 +265,9 @@ def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any,
     from hitl.services import interrupt_decide
 
     try:
-        status, payload = answer_from_post(interrupt.request, data)
+        status, answer = answer_from_post(interrupt, data)
         interrupt_decide(actor=actor, run_id=interrupt.run_id,
-                         interrupt_id=interrupt.interrupt_id, payload=payload,
+                         interrupt_id=interrupt.interrupt_id, payload=answer,
                          status=status, surface=surface)
     except CardFormError as err:
         return err.fields, 400, True

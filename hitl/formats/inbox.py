@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, TypedDict
 
+from hitl import card_parts, schema_form
 from hitl.formats.base import (
     MESSAGE_MAX,
+    CardFormError,
     InterruptFormat,
     Subject,
     Vote,
@@ -160,6 +162,19 @@ class AgentInbox(InterruptFormat):
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         action = self.item["action_request"]
+        row = card_parts.tool_row(name=action["action"], args=action["args"],
+                                  description=self.item.get("description") or "",
+                                  allowed=self.allowed(), args_schema=None, posted=posted,
+                                  inbox=True)
         return {"action": action["action"], "args": action["args"],
                 "description": self.item.get("description") or "",
-                "allowed": self.allowed(), "answer": answer, "posted": posted or {}}
+                "allowed": self.allowed(), "answer": answer, "posted": posted or {},
+                "row": row, "inline_errors": ["decision"],
+                "error_aliases": {"0.type": "decision", "0.args": "decision", "0": "decision"}}
+
+    def answer_from_post(self, data: Any) -> Any:
+        try:
+            return card_parts.inbox_from_post(
+                data, action=self.item["action_request"]["action"], allowed=self.allowed())
+        except schema_form.FormProblems as err:
+            raise CardFormError(err.fields) from None

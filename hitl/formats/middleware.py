@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_type_hints
 
+from hitl import card_parts, schema_form
 from hitl.formats.base import (
     MESSAGE_MAX,
+    CardFormError,
     InterruptFormat,
     Subject,
     Vote,
@@ -258,13 +260,35 @@ class HitlRequest(InterruptFormat):
                               for a, d in zip(self.actions(), decisions, strict=False)), 200)
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
-        rows = []
+        rows, aliases = [], {}
         for i, action in enumerate(self.actions()):
             allowed, schema = self.config(i)
-            rows.append({"index": i, "name": action["name"], "args": action["args"],
-                         "description": action.get("description") or "",
-                         "allowed": allowed, "args_schema": schema})
-        return {"actions": rows, "answer": answer, "posted": posted or {}}
+            row = card_parts.tool_row(
+                name=action["name"], args=action["args"],
+                description=action.get("description") or "", allowed=allowed,
+                args_schema=schema, posted=posted, suffix=f".{i}", buttons=False)
+            rows.append({**row, "index": i, "args_schema": schema})
+            # validate()'s error names → the row's inputs
+            aliases.update({f"decisions.{i}": f"decision.{i}",
+                            f"decisions.{i}.type": f"decision.{i}",
+                            f"decisions.{i}.message": f"message.{i}",
+                            f"decisions.{i}.edited_action": f"decision.{i}"})
+        return {"actions": rows, "answer": answer, "posted": posted or {},
+                "approve_all": self.approve_answer() is not None, "error_aliases": aliases}
+
+    def answer_from_post(self, data: Any) -> Any:
+        decisions, problems = [], {}
+        for i, action in enumerate(self.actions()):
+            allowed, schema = self.config(i)
+            try:
+                decisions.append(card_parts.decision_from_post(
+                    data, name=action["name"], allowed=allowed, args_schema=schema,
+                    suffix=f".{i}"))
+            except schema_form.FormProblems as err:
+                problems.update(err.fields)
+        if problems:
+            raise CardFormError(problems)
+        return {"decisions": decisions}
 
 
 class ToolApproval(InterruptFormat):
@@ -374,7 +398,21 @@ class ToolApproval(InterruptFormat):
         return clip(_decision_summary(answer), 200)
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
+        row = card_parts.tool_row(
+            name=self.value["name"], args=self.value["args"],
+            description=self.value.get("description") or "", allowed=self.allowed(),
+            args_schema=self.args_schema(), posted=posted)
         return {"name": self.value["name"], "args": self.value["args"],
                 "description": self.value.get("description") or "",
                 "tool_call_id": self.value.get("tool_call_id"), "allowed": self.allowed(),
-                "args_schema": self.args_schema(), "answer": answer, "posted": posted or {}}
+                "args_schema": self.args_schema(), "answer": answer, "posted": posted or {},
+                "row": row, "inline_errors": ["decision"],
+                "error_aliases": {"type": "decision", "edited_action": "decision"}}
+
+    def answer_from_post(self, data: Any) -> Any:
+        try:
+            return card_parts.decision_from_post(
+                data, name=self.value["name"], allowed=self.allowed(),
+                args_schema=self.args_schema())
+        except schema_form.FormProblems as err:
+            raise CardFormError(err.fields) from None

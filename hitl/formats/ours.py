@@ -3,12 +3,22 @@ method delegates to the request / response models of ``hitl.kinds``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from hitl import kinds
-from hitl.formats.base import MESSAGE_MAX, InterruptFormat, Subject, Vote, clip
+from hitl import kinds, schema_form
+from hitl.card_parts import posted_text, readable
+from hitl.formats.base import (
+    MESSAGE_MAX,
+    CardFormError,
+    InterruptFormat,
+    Subject,
+    Vote,
+    clip,
+    short_json,
+)
 
 
 class OurKind(InterruptFormat):
@@ -49,9 +59,10 @@ class OurKind(InterruptFormat):
         return dict(kinds.CANCELLED_RESUME)
 
     def summary(self, answer: Any) -> str:
-        from hitl.cards import decision_summary  # cards import models: not at import time
+        return clip(self.summary_text(answer if isinstance(answer, dict) else {}), 200)
 
-        return clip(decision_summary(self.name, self.request, answer), 200)
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return short_json(answer)
 
     def policy(self) -> dict[str, Any]:
         policy = self.request.get("policy")
@@ -61,33 +72,103 @@ class OurKind(InterruptFormat):
         value = self.request.get("expiresAt")
         return str(value) if value else None
 
+    # --- the card (templates/hitl/cards/<kind>.html; form names in hitl.cards) ---
+    # Form names the kind's own template shows errors beside (the rest go to the card's top).
+    inline_errors: ClassVar[tuple[str, ...]] = ()
+
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
-        return {"request": self.request, "answer": answer, "posted": posted or {}}
+        return {"request": self.request, "answer": answer, "posted": posted or {},
+                "inline_errors": list(self.inline_errors), **self.card_parts(posted or {})}
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        return {}
 
     def answer_from_post(self, data: Any) -> Any:
-        from hitl.cards import answer_from_post
+        return {}
 
-        return answer_from_post(self.request, data)[1]
+    def options(self, key: str = "options") -> list[dict[str, str]]:
+        return [{"label": str(o.get("label", o.get("value"))), "value": str(o.get("value"))}
+                for o in self.request.get(key) or [] if isinstance(o, dict)]
+
+    def label_of(self, value: Any, key: str = "options") -> str:
+        return next((o["label"] for o in self.options(key) if o["value"] == value), str(value))
 
 
 class Input(OurKind):
     name, label, template = "input", "Question", "hitl/cards/input.html"
+    inline_errors = ("value",)
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        return {"placeholder": self.request.get("placeholder") or "",
+                "value": posted_text(posted, "value") or ""}
+
+    def answer_from_post(self, data: Any) -> Any:
+        return {"value": data.get("value", "")}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return str(answer.get("value", ""))
 
 
 class Select(OurKind):
     name, label, template = "select", "Choice", "hitl/cards/select.html"
+    inline_errors = ("value",)
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        chosen = posted.get("value") or []
+        chosen = chosen if isinstance(chosen, list) else [chosen]
+        return {"options": [{**o, "checked": o["value"] in chosen} for o in self.options()]}
+
+    def answer_from_post(self, data: Any) -> Any:
+        if not data.get("value"):
+            raise CardFormError({"value": ["choose one of the options"]})
+        return {"value": data.get("value")}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return self.label_of(answer.get("value"))
 
 
 class MultiSelect(OurKind):
     name, label, template = "multiSelect", "Choices", "hitl/cards/multiSelect.html"
+    inline_errors = ("values",)
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        chosen = posted.get("values") or []
+        chosen = chosen if isinstance(chosen, list) else [chosen]
+        return {"options": [{**o, "checked": o["value"] in chosen} for o in self.options()],
+                "min": self.request.get("min"), "max": self.request.get("max")}
+
+    def answer_from_post(self, data: Any) -> Any:
+        return {"values": list(data.getlist("values"))}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return ", ".join(self.label_of(v) for v in answer.get("values", [])) or "none"
 
 
 class Modal(OurKind):
     name, label, template = "modal", "Notice", "hitl/cards/modal.html"
+    inline_errors = ("action",)
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        return {"title": self.request.get("title") or "", "body": self.request.get("body") or "",
+                "actions": self.options("actions")}
+
+    def answer_from_post(self, data: Any) -> Any:
+        if not data.get("action"):
+            raise CardFormError({"action": ["choose one of the actions"]})
+        return {"action": data.get("action")}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return self.label_of(answer.get("action"), "actions")
 
 
 class Unlock(OurKind):
     name, label, template = "unlock", "Unlock", "hitl/cards/unlock.html"
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        return {"key": self.request.get("key") or ""}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        return "Unlocked"
 
 
 class Approval(OurKind):
@@ -114,6 +195,26 @@ class Approval(OurKind):
 
     def subjects(self) -> list[Subject]:
         return [Subject("approval", None, self.request.get("details"))]
+
+    inline_errors = ("reason", "decision", "approved")
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        details = self.request.get("details")
+        return {"details": readable(details) if details not in (None, "", {}, []) else None}
+
+    def answer_from_post(self, data: Any) -> Any:
+        decision = data.get("decision")
+        if decision not in ("approve", "reject"):
+            raise CardFormError({"decision": ["approve or reject"]})
+        if decision == "approve":
+            return {"approved": True}
+        reason = (data.get("reason") or "").strip()
+        return {"approved": False, **({"reason": reason} if reason else {})}
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        if answer.get("approved"):
+            return "Approved"
+        return "Rejected" + (f": {answer['reason']}" if answer.get("reason") else "")
 
 
 class Review(OurKind):
@@ -152,6 +253,74 @@ class Review(OurKind):
             return [Subject("tool", str(self.request.get("tool") or ""),
                             self.request.get("proposal"))]
         return [Subject("review", None, self.request.get("proposal"))]
+
+    inline_errors = ("decision", "edited", "edited_json", "reason", "feedback")
+    BUTTONS: ClassVar[dict[str, str]] = {"approve": "Approve", "edit": "Save edits",
+                                         "reject": "Reject", "respond": "Send feedback"}
+
+    def card_parts(self, posted: dict[str, Any]) -> dict[str, Any]:
+        proposal = self.request.get("proposal") or {}
+        allowed = self.allowed()
+        schema = self.request.get("editSchema")
+        fields = schema_form.fields(schema, name="edited", dom_id="", initial=proposal,
+                                    posted=posted) if "edit" in allowed else None
+        posted_json = posted_text(posted, "edited_json")
+        return {
+            "proposal": readable(proposal),
+            "allowed": [{"value": a, "label": self.BUTTONS.get(a, a)} for a in allowed],
+            "can_edit": "edit" in allowed, "can_reject": "reject" in allowed,
+            "can_respond": "respond" in allowed, "can_approve": "approve" in allowed,
+            "edit_fields": fields,
+            "edit_json": posted_json if posted_json is not None else json.dumps(
+                proposal, indent=2, ensure_ascii=False),
+            "reason_value": posted_text(posted, "reason") or "",
+            "feedback_value": posted_text(posted, "feedback") or "",
+        }
+
+    def answer_from_post(self, data: Any) -> Any:
+        decision = data.get("decision")
+        if decision == "approve":
+            return {"decision": "approve"}
+        if decision == "reject":
+            reason = (data.get("reason") or "").strip()
+            return {"decision": "reject", **({"reason": reason} if reason else {})}
+        if decision == "respond":
+            feedback = (data.get("feedback") or "").strip()
+            if not feedback:
+                raise CardFormError({"feedback": ["write your feedback first"]})
+            return {"decision": "respond", "feedback": feedback}
+        if decision == "edit":
+            return {"decision": "edit", "edited": self._edited(data)}
+        raise CardFormError({"decision": ["choose an action"]})
+
+    def _edited(self, data: Any) -> dict[str, Any]:
+        schema = self.request.get("editSchema")
+        try:
+            if not schema_form.is_form(schema):
+                edited = schema_form.json_from_post(data, "edited_json")
+                if not isinstance(edited, dict):
+                    raise CardFormError({"edited_json": ["The proposal must be a JSON object"]})
+                return edited
+            edited = schema_form.value_from_post(schema, data, name="edited")
+        except schema_form.FormProblems as err:
+            raise CardFormError(err.fields) from None
+        # Checked here too (validate checks again) for errors in plain words per field.
+        problems = schema_form.plain_errors(schema, edited, name="edited")
+        if problems:
+            raise CardFormError(problems)
+        return edited
+
+    def summary_text(self, answer: dict[str, Any]) -> str:
+        choice = answer.get("decision")
+        if choice == "approve":
+            return "Approved"
+        if choice == "edit":
+            return "Approved with edits"
+        if choice == "reject":
+            return "Rejected" + (f": {answer['reason']}" if answer.get("reason") else "")
+        if choice == "respond":
+            return f"Feedback: {answer.get('feedback', '')}"
+        return short_json(answer)
 
 
 OURS: list[type[OurKind]] = [Input, Select, MultiSelect, Modal, Approval, Unlock, Review]

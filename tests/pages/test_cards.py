@@ -118,7 +118,7 @@ def test_review_edit_errors_are_plain_words_per_field():
         **PLAN_SCHEMA["properties"], "steps": {"type": "array", "minItems": 1,
                                                "items": {"type": "string"}}}}}
     with pytest.raises(CardFormError) as err:
-        answer_from_post(request, QueryDict("decision=edit&edited.title=&edited.steps="))
+        post("review", "decision=edit&edited.title=&edited.steps=", request)
     assert err.value.fields == {"edited.steps": ["Steps: add at least one step"],
                                 "edited.title": ["Title: fill this in"]}
     interrupt = make("review")
@@ -128,12 +128,12 @@ def test_review_edit_errors_are_plain_words_per_field():
                                values=QueryDict("decision=edit&edited.title=&edited.steps=")))
     # The first field in error gets the focus back, and its error is tied to it.
     assert html.count(" autofocus") == 1
-    title = html[html.index('id="card-int-review-edit-title"'):]
+    title = html[html.index('id="card-int-review-edited-title"'):]
     title = title[:title.index(">")]
     assert "autofocus" in title and 'aria-invalid="true"' in title
-    assert 'aria-describedby=" card-int-review-edit-title-errors"' in title \
-        or 'aria-describedby="card-int-review-edit-title-errors"' in title
-    assert 'id="card-int-review-edit-title-errors"' in html
+    assert 'aria-describedby=" card-int-review-edited-title-errors"' in title \
+        or 'aria-describedby="card-int-review-edited-title-errors"' in title
+    assert 'id="card-int-review-edited-title-errors"' in html
 
 
 @pytest.mark.parametrize("kind,field,body", [
@@ -199,8 +199,11 @@ def test_expired_card():
     assert "Expired" in html and "<form" not in html
 
 
-def post(kind: str, body: str):
-    return answer_from_post(REQUESTS[kind], QueryDict(body))
+def post(kind: str, body: str, request: dict | None = None):
+    interrupt = make(kind)
+    if request is not None:
+        interrupt.request = request
+    return answer_from_post(interrupt, QueryDict(body))
 
 
 def test_answer_from_post_per_kind():
@@ -234,13 +237,159 @@ def test_review_edit_form_errors():
 
 def test_review_json_editor_without_schema():
     request = {**REQUESTS["review"], "editSchema": None}
-    assert answer_from_post(request, QueryDict("decision=edit&edited_json=%7B%22a%22%3A1%7D")) \
+    assert post("review", "decision=edit&edited_json=%7B%22a%22%3A1%7D", request) \
         == ("resolved", {"decision": "edit", "edited": {"a": 1}})
     with pytest.raises(CardFormError) as err:
-        answer_from_post(request, QueryDict("decision=edit&edited_json=nope"))
+        post("review", "decision=edit&edited_json=nope", request)
     assert "edited_json" in err.value.fields
 
 
 def test_select_without_choice_is_a_form_error():
     with pytest.raises(CardFormError):
         post("select", "")
+
+
+# --- every other format's card (hitl.formats) ---------------------------------------------------
+
+BATCHED = {"action_requests": [
+    {"name": "send_email", "args": {"to": "alice@example.com", "body": "hi"},
+     "description": "Tool execution requires approval"},
+    {"name": "delete_file", "args": {"path": "/tmp/report"},
+     "description": "Deleting a file cannot be undone"}],
+    "review_configs": [
+        {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject",
+                                                            "respond"]},
+        {"action_name": "delete_file", "allowed_decisions": ["approve", "reject"]}]}
+PER_CALL = {"type": "tool_approval", "name": "delete_file", "args": {"path": "/tmp/x"},
+            "description": "Deleting a file cannot be undone", "tool_call_id": "call_1"}
+INBOX = [{"action_request": {"action": "publish_post", "args": {"title": "Hello"}},
+          "config": {"allow_ignore": True, "allow_respond": True, "allow_edit": True,
+                     "allow_accept": True}, "description": "Publish the post?"}]
+TRIP = {"type": "object", "title": "Trip", "required": ["destination", "nights"],
+        "properties": {"nights": {"type": "integer", "title": "Nights"},
+                       "smoking": {"type": "boolean", "default": False, "title": "Smoking"},
+                       "destination": {"type": "string", "title": "Destination",
+                                       "description": "a city"}}}
+FORMATS = {
+    "hitl_request": (BATCHED, None),
+    "tool_approval": (PER_CALL, None),
+    "agent_inbox": (INBOX, None),
+    "schema_form": ({"question": "Where to?"}, TRIP),
+    "generic": ({"question": "Pick a colour", "options": ["red", "green", "blue"]}, None),
+}
+
+
+def fmt_card(name: str, **kw) -> AgentInterrupt:
+    value, schema = FORMATS[name]
+    return AgentInterrupt(run_id=uuid.uuid4(), interrupt_id=f"int-{name}", kind=name,
+                          request=value, response_schema=schema, created_at=timezone.now(),
+                          **kw)
+
+
+def fmt_post(name: str, body: str):
+    return answer_from_post(fmt_card(name), QueryDict(body))
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_every_format_renders_one_labelled_form_without_script(name):
+    html = render(card_context(fmt_card(name), preview=True, action_url="/a/"))
+    assert html.count("<form ") == 1 and f'data-kind="{name}"' in html
+    assert "<script" not in html and " onclick" not in html and "style=" not in html
+    # Every input has a label (by for= / id) or sits inside one.
+    import re
+
+    for match in re.finditer(r'<(input|textarea|select)\b[^>]*>', html):
+        tag = match.group(0)
+        if 'type="hidden"' in tag:
+            continue
+        ident = re.search(r'id="([^"]+)"', tag).group(1)
+        assert f'for="{ident}"' in html, tag
+
+
+def test_batched_tool_calls_one_row_each_with_only_the_allowed_decisions():
+    html = render(card_context(fmt_card("hitl_request"), preview=True, action_url="/a/"))
+    assert html.count('class="tool-row"') == 2
+    rows = html.split('class="tool-row"')
+    assert 'value="respond"' in rows[1] and 'value="edit"' in rows[1]
+    assert 'value="respond"' not in rows[2] and 'value="edit"' not in rows[2]
+    assert "alice@example.com" in rows[1] and "Deleting a file cannot be undone" in rows[2]
+    assert 'name="all" value="approve"' in html
+    assert fmt_post("hitl_request", "all=approve") == (
+        "resolved", {"decisions": [{"type": "approve"}, {"type": "approve"}]})
+    body = ("decision.0=edit&edited_json.0=%7B%22to%22%3A%22bob%40example.com%22%2C%22body%22"
+            "%3A%22hey%22%7D&decision.1=reject&message.1=keep+it")
+    assert fmt_post("hitl_request", body) == ("resolved", {"decisions": [
+        {"type": "edit", "edited_action": {"name": "send_email",
+                                           "args": {"to": "bob@example.com", "body": "hey"}}},
+        {"type": "reject", "message": "keep it"}]})
+    with pytest.raises(CardFormError) as err:
+        fmt_post("hitl_request", "decision.0=respond&decision.1=edit")
+    assert set(err.value.fields) == {"message.0", "decision.1"}
+
+
+def test_batched_errors_sit_beside_their_row_and_take_the_focus():
+    errors = {"message.0": ["send_email: write the response"]}
+    html = render(card_context(fmt_card("hitl_request"), preview=True, action_url="/a/",
+                               errors=errors, values=QueryDict("decision.0=respond")))
+    assert html.count(" autofocus") == 1
+    tag = html[html.rindex("<", 0, html.index(" autofocus")):]
+    assert tag.startswith("<textarea") and 'name="message.0"' in tag
+    assert 'aria-describedby="' in tag and "-message-0-errors" in tag
+    # validate()'s own names land on the row too.
+    html = render(card_context(fmt_card("hitl_request"), preview=True, action_url="/a/",
+                               errors={"decisions.1.type": ["'edit' is not allowed"]}))
+    assert "is not allowed" in html.split('class="tool-row"')[2]
+
+
+def test_per_call_and_inbox_cards():
+    assert fmt_post("tool_approval", "decision=approve") == ("resolved", {"type": "approve"})
+    assert fmt_post("tool_approval", "decision=reject&message=no") == (
+        "resolved", {"type": "reject", "message": "no"})
+    assert fmt_post("agent_inbox", "decision=accept") == (
+        "resolved", [{"type": "accept", "args": None}])
+    assert fmt_post("agent_inbox", "decision=response&message=later") == (
+        "resolved", [{"type": "response", "args": "later"}])
+    assert fmt_post("agent_inbox", "decision=edit&edited_json=%7B%22title%22%3A%22Hi%22%7D") == (
+        "resolved", [{"type": "edit", "args": {"action": "publish_post",
+                                               "args": {"title": "Hi"}}}])
+    html = render(card_context(fmt_card("agent_inbox"), preview=True, action_url="/a/"))
+    for choice in ("accept", "edit", "response", "ignore"):
+        assert f'value="{choice}"' in html
+
+
+def test_schema_form_card_is_generated_from_the_schema():
+    html = render(card_context(fmt_card("schema_form"), preview=True, action_url="/a/"))
+    assert html.index("Destination") < html.index("Nights") < html.index("Smoking")
+    assert 'type="number"' in html and 'type="checkbox"' in html and "a city" in html
+    assert fmt_post("schema_form", "answer.destination=Lisbon&answer.nights=3") == (
+        "resolved", {"destination": "Lisbon", "nights": 3, "smoking": False})
+    with pytest.raises(CardFormError) as err:
+        fmt_post("schema_form", "answer.destination=&answer.nights=two")
+    assert err.value.fields == {"answer.nights": ["Nights: enter a whole number"]}
+
+
+def test_generic_card_answers_text_json_or_an_offered_option():
+    html = render(card_context(fmt_card("generic"), preview=True, action_url="/a/"))
+    assert 'name="option" value="1"' in html and ">green</button>" in html
+    assert fmt_post("generic", "option=1") == ("resolved", "green")
+    assert fmt_post("generic", "answer=Apollo&answer_mode=text") == ("resolved", "Apollo")
+    assert fmt_post("generic", "answer=%5B1%2C2%5D&answer_mode=json") == ("resolved", [1, 2])
+    with pytest.raises(CardFormError):
+        fmt_post("generic", "answer=%5B1&answer_mode=json")
+    interrupt = fmt_card("generic")
+    interrupt.request = {"a": [1, None], "b": "x" * 50}
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
+    assert "<pre" in html and "&quot;a&quot;" in html
+
+
+@pytest.mark.parametrize("value", [None, 42.5, [[1, [2, [3, {"a": [None]}]]]], "x" * 5000,
+                                   {"type": "poll", "choices": [1, 2]},
+                                   {"type": "select", "message": "no options"}, True, ""])
+def test_odd_values_render(value):
+    from hitl.formats import recognise
+
+    fmt = recognise(value)
+    interrupt = AgentInterrupt(run_id=uuid.uuid4(), interrupt_id="odd", kind=fmt.name,
+                               request=value, created_at=timezone.now())
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
+    assert html.count("<form ") == 1

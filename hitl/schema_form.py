@@ -100,6 +100,15 @@ def _order(schema: dict[str, Any], names: list[str]) -> list[str]:
     return out
 
 
+def ordered(schema: Any, value: Any) -> Any:
+    """``value`` (an object) with its keys in the schema's field order, the rest after."""
+    top = resolve(schema)
+    if not isinstance(value, dict) or not top.get("properties"):
+        return value
+    names = [n for n in _order(top, list(top["properties"])) if n in value]
+    return {**{n: value[n] for n in names}, **value}
+
+
 def is_form(schema: Any) -> bool:
     """Whether the schema gets generated fields (else: one JSON editor)."""
     schema = resolve(schema)

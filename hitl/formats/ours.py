@@ -266,7 +266,7 @@ class Review(OurKind):
                                     posted=posted) if "edit" in allowed else None
         posted_json = posted_text(posted, "edited_json")
         return {
-            "proposal": readable(proposal),
+            "proposal": readable(schema_form.ordered(schema, proposal)),
             "allowed": [{"value": a, "label": self.BUTTONS.get(a, a)} for a in allowed],
             "can_edit": "edit" in allowed, "can_reject": "reject" in allowed,
             "can_respond": "respond" in allowed, "can_approve": "approve" in allowed,

@@ -393,3 +393,40 @@ def test_odd_values_render(value):
                                request=value, created_at=timezone.now())
     html = render(card_context(interrupt, preview=True, action_url="/a/"))
     assert html.count("<form ") == 1
+
+
+def test_schema_form_from_a_pydantic_model_with_refs_optionals_and_enum_lists():
+    from enum import Enum
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    class Size(str, Enum):
+        s = "s"
+        m = "m"
+
+    class Order(BaseModel):
+        size: Size = Field(description="how big")
+        extras: list[Literal["milk", "sugar"]] = []
+        note: str | None = None
+        count: int = Field(ge=1)
+
+    schema = Order.model_json_schema()
+    fields = {f["name"]: f for f in schema_form.fields(schema, name="answer", dom_id="c")}
+    assert fields["size"]["kind"] == "enum" and fields["size"]["help"] == "how big"
+    assert fields["extras"]["kind"] == "enum_list"
+    assert fields["extras"]["choices"] == ["milk", "sugar"]
+    assert fields["note"]["kind"] == "string" and not fields["note"]["required"]
+    data = QueryDict("answer.size=m&answer.extras=milk&answer.extras=sugar&answer.count=0")
+    value = schema_form.value_from_post(schema, data, name="answer")
+    assert value == {"size": "m", "extras": ["milk", "sugar"], "count": 0}
+    assert schema_form.plain_errors(schema, value, name="answer") == {
+        "answer.count": ["Count: enter at least 1"]}
+
+
+def test_review_proposal_is_shown_in_the_schemas_order():
+    interrupt = make("review")
+    interrupt.request = {**REQUESTS["review"], "proposal": {"steps": ["a"], "title": "T"}}
+    html = render(card_context(interrupt, preview=True, action_url="/a/"))
+    proposal = html[html.index("card__proposal"):html.index("</dl>")]
+    assert proposal.index("Title") < proposal.index("Steps")

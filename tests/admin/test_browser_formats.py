@@ -120,3 +120,26 @@ def test_bulk_approve_applies_to_formats_with_a_plain_approve(api, reviewer_page
     assert wait_run(owner, inbox["id"], "completed")["result"] == {"received": {
         "type": "accept", "args": None}}
     assert wait_run(owner, plain["id"], "paused")["status"] == "paused"
+
+
+def test_odd_values_render_on_both_surfaces_and_are_answered(api, reviewer_page, login_as):
+    from tests.adopter_agents import ODD_VALUES
+
+    owner = api("owner")
+    chat = login_as("owner")
+    page = reviewer_page
+    for which in ODD_VALUES:
+        run = wait_run(owner, start_run(owner, "adopter_odd", input={"which": which})["id"],
+                       "paused")
+        item = run["pending_interrupts"][0]
+        response = chat.goto(f"/c/{run['conversation_id']}/")
+        assert response.status == 200, which
+        card = chat.locator(f".card[data-interrupt-id='{item['interrupt_id']}']")
+        expect(card.locator("form")).to_have_count(1)
+        form = open_card(page, item)
+        if item["kind"] == "generic":
+            form.get_by_label("Your answer").fill("42")
+            form.get_by_label("JSON (a number, true, a list, an object…)").check()
+            form.locator("button[type=submit]", has_text="Send").click()
+            page.wait_for_url(f"**{QUEUE}")
+            assert wait_run(owner, run["id"], "completed")["result"] == {"received": 42}, which

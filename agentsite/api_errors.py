@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentsite.errors import ServiceError
+from agentsite.pool_recovery import check_pool_soon
 
 
 def _flatten(detail: Any) -> Any:
@@ -45,6 +46,8 @@ def _too_big_body() -> dict[str, Any]:
 
 def unavailable_body(exc: Exception) -> dict[str, Any]:
     log.warning("backing service unavailable: %s: %s", type(exc).__name__, exc)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        check_pool_soon()  # dead pooled connections go now, not one slow request each
     return {"code": "unavailable",
             "detail": "The database or Redis is not answering; retry in a few seconds."}
 

@@ -396,12 +396,12 @@ def test_odd_values_render(value):
 
 
 def test_schema_form_from_a_pydantic_model_with_refs_optionals_and_enum_lists():
-    from enum import Enum
+    from enum import StrEnum
     from typing import Literal
 
     from pydantic import BaseModel, Field
 
-    class Size(str, Enum):
+    class Size(StrEnum):
         s = "s"
         m = "m"
 

@@ -53,8 +53,8 @@ from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
 from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
 from execution.checkpointer import thread_values
+from hitl.decide import Answer, interrupts_decide
 from hitl.selectors import can_decide
-from hitl.services import Answer, interrupts_decide
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.services import run_start

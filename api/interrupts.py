@@ -13,9 +13,9 @@ from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
 from api.params import choice_param
 from api.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
+from hitl.decide import interrupt_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import decidable_interrupts
-from hitl.services import interrupt_decide
 
 
 @extend_schema_view(

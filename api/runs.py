@@ -24,9 +24,9 @@ from api.serializers import (
     RunSerializer,
 )
 from execution.lifecycle import run_cancel
+from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import decidable_runs, pending_interrupts
-from hitl.services import Answer, interrupts_decide
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.services import run_start

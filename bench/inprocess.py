@@ -44,8 +44,8 @@ from django.core.management import call_command  # noqa: E402
 from agentsite.celery import app as celery_app  # noqa: E402
 from bench._services import load, server_cpu_seconds, servers_per_run  # noqa: E402
 from execution import executor, lifecycle  # noqa: E402
+from hitl.decide import Answer, interrupts_decide  # noqa: E402
 from hitl.models import AgentInterrupt  # noqa: E402
-from hitl.services import Answer, interrupts_decide  # noqa: E402
 from runs import services  # noqa: E402
 from streams.db import release_db_connections  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Deadlines and escalation, run by the periodic ``hitl.sweep`` task (Celery beat).
 
 Each interrupt whose escalation time passed gets its escalation groups as assignees
-(``hitl.services.interrupt_escalate``). Each paused run with an interrupt past its
+(``hitl.deadlines.interrupt_escalate``). Each paused run with an interrupt past its
 deadline is locked and settled in one transaction: a default answer resumes the run
 (audited with actor "timeout"); without one the interrupt expires and the run ends
 ``expired`` (its other open questions cancelled), which frees its thread and publishes
@@ -17,8 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agui import outcomes
+from hitl import deadlines as interrupt_deadlines
+from hitl import lifecycle as interrupts
 from hitl import policies
-from hitl import services as interrupts
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun
 from runs.services import run_transition
@@ -31,7 +32,7 @@ BATCH = 200
 def sweep(now: datetime | None = None) -> dict[str, int]:
     """Escalate and expire what is due; return how many of each."""
     now = now or timezone.now()
-    escalated = sum(interrupts.interrupt_escalate(interrupt_pk=pk, now=now) for pk in
+    escalated = sum(interrupt_deadlines.interrupt_escalate(interrupt_pk=pk, now=now) for pk in
                     AgentInterrupt.objects.filter(
                         status=AgentInterrupt.Status.PENDING, escalate_at__lte=now,
                         escalated_at__isnull=True).values_list("pk", flat=True)[:BATCH])
@@ -53,7 +54,7 @@ def run_settle_deadlines(*, run_id: Any, now: datetime) -> bool:
         # Locked: an answer, a cancel or another sweep may have moved the run on.
         if run is None or run.status != AgentRun.Status.PAUSED:
             return False
-        expired = interrupts.interrupts_expire_due(run=run, now=now)
+        expired = interrupt_deadlines.interrupts_expire_due(run=run, now=now)
         if not expired:
             return False
         interrupts.interrupts_cancel_pending(run=run, actor=policies.TIMEOUT_ACTOR)

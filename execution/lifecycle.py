@@ -24,8 +24,8 @@ from django.utils import timezone
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
+from hitl import lifecycle as interrupts
 from hitl import notify
-from hitl import services as interrupts
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry

@@ -1,6 +1,6 @@
 """The approval queue: the AgentInterrupt changelist and its decide pages.
 
-Every write goes through ``hitl.services.interrupt_decide(..., surface="admin")``, which
+Every write goes through ``hitl.decide.interrupt_decide(..., surface="admin")``, which
 locks, checks permission and status, validates and audits; this module only turns
 forms into calls and errors into messages. Who sees what comes from ``hitl.selectors``:
 a reviewer (``hitl.decide_interrupt``) sees every run's interrupts, other staff their own.
@@ -30,12 +30,13 @@ from django.utils.http import urlencode
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
+from hitl.assign import interrupt_assign
 from hitl.cards import article, card_context, decide_from_post
+from hitl.decide import interrupt_decide
 from hitl.formats import FORMATS, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
-from hitl.services import interrupt_assign, interrupt_decide
 from runs import registry
 from runs.models import Message
 
@@ -307,7 +308,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, "admin/hitl/agentinterrupt/reject_selected.html",
                                 context)
 
-    # --- assignment (hitl.services.interrupt_assign; a reviewer only) ---
+    # --- assignment (hitl.assign.interrupt_assign; a reviewer only) ---
 
     @admin.action(description="Claim selected (assign to me)", permissions=["decide"])
     def claim_selected(self, request: HttpRequest, queryset: QuerySet) -> None:

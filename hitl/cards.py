@@ -262,7 +262,7 @@ def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any,
     the card turns read-only and says why), and whether to show the posted values again.
     """
     from agentsite.errors import InvalidInput, ServiceError
-    from hitl.services import interrupt_decide
+    from hitl.decide import interrupt_decide
 
     try:
         status, answer = answer_from_post(interrupt, data)

@@ -4,7 +4,7 @@ escalation and standing approvals.
 A graph asks with a ``hitl_*`` helper (``hitl.ask``), which puts what it was given under
 ``request["policy"]`` (camelCase, like the rest of the request). When the worker opens the
 interrupt, those values win over the agent's defaults (``runs.registry.Policy``) and the
-result is stored on the row (``effective`` → ``hitl.services.interrupts_open``). The
+result is stored on the row (``effective`` → ``hitl.lifecycle.interrupts_open``). The
 decision service enforces them (``refusal``, ``vote_of``, ``settled``), so every surface
 (REST, AG-UI, chat pages, admin) obeys the same rules. Pure functions: no writes.
 """

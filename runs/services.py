@@ -2,8 +2,9 @@
 
 Each service is one transaction that locks what it changes, writes an audit row
 for every status change, and enqueues only on commit. No graph step or network
-call happens inside these transactions. Interrupt writes live in ``hitl.services``;
-the worker's claim / pause / finish and cancel in ``execution.lifecycle``.
+call happens inside these transactions. Interrupt writes live in ``hitl.decide``,
+``hitl.assign``, ``hitl.deadlines`` and ``hitl.lifecycle``; the worker's claim / pause /
+finish and cancel in ``execution.lifecycle``.
 """
 
 from __future__ import annotations

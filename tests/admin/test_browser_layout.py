@@ -45,7 +45,7 @@ def test_queue_fits_1300px_with_a_readable_question_column(staff, paused_run, lo
 
 
 def test_decide_page_title_and_late_answer(staff, paused_run, login_as):
-    from hitl.services import interrupt_decide
+    from hitl.decide import interrupt_decide
 
     row = paused_run(staff["alice"], ["input"])[0]
     # Without JavaScript: the page does not close its form when someone else answers.

@@ -96,7 +96,7 @@ def test_a_decision_made_while_the_bulk_runs_is_skipped_not_overwritten(
     """Another reviewer holds one run's lock mid-decision; the bulk waits, then skips it."""
     from django.db import connection, transaction
 
-    from hitl.services import interrupt_decide
+    from hitl.decide import interrupt_decide
     from tests.helpers import start_run, wait_run
 
     owner = api("owner")

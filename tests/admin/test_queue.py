@@ -179,7 +179,7 @@ def test_errors_show_on_the_card_and_nothing_changes(staff, paused_run):
 
 
 def test_answered_elsewhere_meanwhile_shows_who(staff, paused_run):
-    from hitl.services import interrupt_decide
+    from hitl.decide import interrupt_decide
 
     row = paused_run(staff["alice"], ["approval"])[0]
     interrupt_decide(actor=staff["alice"], run_id=row.run_id, interrupt_id=row.interrupt_id,

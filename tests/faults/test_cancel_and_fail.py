@@ -9,7 +9,7 @@ import pytest
 from django.db import transaction
 
 from execution import lifecycle
-from hitl import services as hitl_services
+from hitl import lifecycle as hitl_lifecycle
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun
 from runs.services import run_start
@@ -90,7 +90,7 @@ def test_run_fail_closes_pending_and_decided_interrupts(users):
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
         locked.status = AgentRun.Status.PAUSED
         locked.save(update_fields=["status"])
-        hitl_services.interrupts_open(run=locked, requests=[
+        hitl_lifecycle.interrupts_open(run=locked, requests=[
             ("a" * 32, {"type": "input", "message": "one"}),
             ("b" * 32, {"type": "input", "message": "two"})])
     AgentInterrupt.objects.filter(interrupt_id="a" * 32).update(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentsite.errors import Conflict, InvalidInput, NotFound
+from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
-from hitl.services import Answer, interrupts_decide
 from runs.models import AgentRun, AuditLog
 
 

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from agentsite.errors import Conflict, Forbidden, Gone
+from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
-from hitl.services import Answer, interrupts_decide
 from runs.models import AgentRun, AuditLog
 
 

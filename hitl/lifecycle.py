@@ -1,0 +1,209 @@
+"""The interrupt rows over a run's life, as the worker and the run's end change them
+(``execution.lifecycle`` and the deadline sweep, which hold the run's lock): open the
+graph's questions (standing approvals answer some at once), the answers to feed it and
+the ``Command(resume=...)`` value, mark them applied, close them when the run ends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from agentsite.errors import InvalidInput
+from hitl import notify, policies
+from hitl.assign import resolve_names
+from hitl.formats import recognise
+from hitl.models import AgentInterrupt, StandingApproval
+from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
+from runs import registry
+from runs.models import AgentRun, AuditLog
+from runs.services import (
+    audit_row,
+    audits_save,
+    run_enqueue_on_commit,
+    run_transition,
+)
+from streams.publish import notify_user_on_commit
+
+
+def run_resume_if_answered(*, run: AgentRun, rows: list[AgentInterrupt]) -> bool:
+    """Resume a run just paused whose new questions were all answered at once (standing
+    approvals). Caller (``run_pause``) holds the run's lock and has registered the pause's
+    events first: on-commit callbacks run in order, so the resume is enqueued after them."""
+    if not rows or any(r.status == Pending for r in rows):
+        return False
+    run_transition(run=run, to=AgentRun.Status.RESUMING)
+    run_enqueue_on_commit(run)
+    return True
+
+
+ANSWERED = (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.CANCELLED)
+
+
+def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
+    """The run's answered interrupts not yet fed to the graph, locked (the caller holds
+    the run's lock, taken first)."""
+    return list(AgentInterrupt.objects.select_for_update().filter(
+        run=run, applied_at__isnull=True, decided_at__isnull=False,
+        status__in=ANSWERED).order_by("id"))
+
+
+def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
+    """``Command(resume=...)`` for the answered interrupts.
+
+    Always the map form ``{interrupt_id: value}``: LangGraph reads any dict whose keys
+    look like interrupt ids (including ``{}``, the unlock answer) as such a map, so a
+    bare payload would be ambiguous. Each value is what its format says the graph
+    expects for the stored answer (or for a cancel).
+    """
+    return {a.interrupt_id: (a.format.resume_value(a.decision)
+                             if a.status == AgentInterrupt.Status.DECIDED
+                             else a.format.cancelled_value()) for a in answered}
+
+
+def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
+                     decided_ids: tuple[str, ...], now: datetime,
+                     audits: list[AuditLog]) -> None:
+    """The segment that resumed with these answers ended: mark them applied (their audit
+    rows go to ``audits``, for the caller's one INSERT). ``decided_ids``: those of them
+    answered, not cancelled, as the claim read them. Caller holds the run's lock, under
+    which only this segment's end changes them."""
+    if not interrupt_ids:
+        return
+    interrupts_mark_applied(run=run, interrupt_ids=decided_ids, now=now, audits=audits)
+    cancelled = [i for i in interrupt_ids if i not in decided_ids]
+    if cancelled:  # cancelled answers: applied, status kept (no transition)
+        AgentInterrupt.objects.filter(run=run, applied_at__isnull=True,
+                                      interrupt_id__in=cancelled).update(applied_at=now)
+
+
+def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
+                    audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
+    """Store the graph's new questions ``[(interrupt id, value[, response_schema])]`` as
+    pending rows: the raw value verbatim, its format (recognised once, here) and schema,
+    with their policy (the request's over the agent's); standing approvals answer
+    matching ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
+    ``audits``, it inserts the audit rows added there (else they are inserted here)."""
+    own_audits = audits is None
+    audits = [] if audits is None else audits
+    spec = registry.get(run.agent)
+    now = timezone.now()
+    rows, rules = [], []
+    for interrupt_id, value, *more in requests:
+        schema = more[0] if more and isinstance(more[0], dict) else None
+        fmt = recognise(value, schema)
+        rule = policies.effective(fmt, spec.policy if spec else None, now)
+        rows.append(AgentInterrupt(
+            run=run, interrupt_id=interrupt_id, kind=fmt.name, request=value,
+            response_schema=schema, expires_at=fmt.expires_at() or rule.expires_at,
+            requester_may_decide=rule.requester_may_decide,
+            required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
+            default_answer=rule.default, escalate_at=rule.escalate_at,
+            escalate_to=list(rule.escalate_to)))
+        rules.append(rule)
+    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                            interrupt_ref=row.interrupt_id, to_status=Pending,
+                            payload=row.request) for row in rows)
+    # Before the INSERT: a question a standing approval answers goes in answered.
+    _standing_approvals(run, rows, now, audits)
+    # One INSERT (``raised_again_refused`` names the error if a row exists already).
+    AgentInterrupt.objects.bulk_create(rows)
+    assigned = set()
+    for row, rule in zip(rows, rules, strict=True):
+        if rule.assignees or rule.groups:
+            assigned.add(row.pk)
+        if rule.assignees or rule.groups or rule.escalate_to:
+            try:
+                users, groups = resolve_names(rule.assignees, rule.groups)
+                resolve_names((), rule.escalate_to)
+            except InvalidInput as err:
+                # A policy naming nobody would leave the question open to anyone: fail loud.
+                raise RuntimeError(f"interrupt {row.interrupt_id}: {err.fields}") from None
+            row.assignees.add(*users)
+            row.assigned_groups.add(*groups)
+    if own_audits:
+        audits_save(audits)
+    # An unassigned question goes to the requester (by email) and the agent's webhooks: a
+    # notify task only if there is one of them (it would find nobody to tell otherwise).
+    reaches_requester: bool | None = None
+    for row in rows:
+        if row.status != Pending:
+            continue
+        if row.pk not in assigned:
+            if reaches_requester is None:
+                reaches_requester = notify.anyone_for(run)
+            if not reaches_requester:
+                continue
+        notify.on_commit("interrupt.created", run=run, interrupt=row)
+    notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
+    return rows
+
+
+@contextmanager
+def raised_again_refused() -> Iterator[None]:
+    """Around a transaction that opens interrupts (``interrupts_open``): an answered
+    interrupt raised again means its answer never reached the graph; say so."""
+    try:
+        yield
+    except IntegrityError as err:
+        if getattr(getattr(err.__cause__, "diag", None), "constraint_name",
+                   None) != "one_row_per_interrupt":
+            raise
+        raise RuntimeError(f"an interrupt was raised again after it was answered: "
+                           f"{err.__cause__}") from None
+
+
+def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime,
+                        audits: list[AuditLog]) -> int:
+    """Answer the new rows (not yet saved) an active standing approval matches; return
+    how many."""
+    candidates = [r for r in rows if r.format.subjects()]
+    if not candidates:
+        return 0
+    # In the order they apply; the grantor comes along (a match names it).
+    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
+                 .select_related("granted_by").order_by("created_at", "id"))
+    done = 0
+    for row in candidates:
+        rule = next((r for r in rules if policies.standing_matches(
+            r, agent=run.agent, request=row.format, now=now)), None)
+        if rule is None:
+            continue
+        row.decision = policies.standing_answer(row.format, rule, row.required_approvals)
+        row.decided_by, row.decided_at = rule.granted_by, now
+        grantor = rule.granted_by.get_username() if rule.granted_by else ""
+        # Not yet inserted: its INSERT (in ``interrupts_open``) carries the status.
+        interrupt_transition(run=run, row=row, to=AgentInterrupt.Status.DECIDED, save=False,
+                             action=AuditLog.Action.DECISION, actor=rule.granted_by,
+                             surface="standing_approval", audits=audits,
+                             payload={"answer": row.decision, "standing_approval": rule.pk,
+                                      "grantor": grantor})
+        done += 1
+    return done
+
+
+def interrupts_cancel_pending(*, run: AgentRun, actor: Any, surface: str = "") -> int:
+    """Cancel the run's open questions (the run is being cancelled); return how many."""
+    pending = list(AgentInterrupt.objects.select_for_update().filter(run=run, status=Pending))
+    for item in pending:
+        interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,
+                             actor=actor, surface=surface)
+    if pending:
+        notify_user_on_commit(run.owner_id, {"type": "interrupts_changed",
+                                             "run_id": str(run.id)})
+    return len(pending)
+
+
+def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "") -> int:
+    """Close the run's answers no segment will apply (the run is ending: cancelled or
+    failed) as cancelled, keeping the decision; return how many."""
+    decided = list(AgentInterrupt.objects.select_for_update().filter(
+        run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
+    for item in decided:
+        interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,
+                             actor=actor, surface=surface)
+    return len(decided)

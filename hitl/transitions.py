@@ -1,0 +1,52 @@
+"""Interrupt status changes (pending → decided / cancelled / expired, decided → applied /
+cancelled): each goes through here, which writes its audit row, as ``run_transition``
+does for runs. Callers hold the run's lock (taken first) and the row's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from hitl.models import AgentInterrupt
+from runs.models import AgentRun, AuditLog
+from runs.services import audit_row, audits_save
+
+Pending = AgentInterrupt.Status.PENDING
+
+
+def interrupt_transition(*, run: AgentRun, row: AgentInterrupt, to: str,
+                         action: str = AuditLog.Action.INTERRUPT_STATUS, actor: Any = None,
+                         surface: str = "", payload: Any = None, fields: Sequence[str] = (),
+                         audits: list[AuditLog] | None = None, save: bool = True) -> None:
+    """Move a locked interrupt to ``to`` (saving ``status`` and the ``fields`` the caller
+    set) and record it. ``audits``: the transaction's list the audit row is added to,
+    for the caller's one INSERT (else it is inserted here). ``save=False``: a row not
+    yet inserted (its INSERT carries the status)."""
+    before = row.status
+    row.status = to
+    if save:
+        row.save(update_fields=["status", *fields])
+    entry = audit_row(run=run, action=action, actor=actor, surface=surface,
+                      interrupt_ref=row.interrupt_id, from_status=before, to_status=to,
+                      payload=payload)
+    if audits is None:
+        audits_save([entry])
+    else:
+        audits.append(entry)
+
+
+def interrupts_mark_applied(*, run: AgentRun, interrupt_ids: Sequence[str], now: datetime,
+                            audits: list[AuditLog]) -> None:
+    """decided → applied for the run's named, not yet applied, interrupts: one UPDATE (the
+    end of every resumed segment, so no row is loaded), their audit rows to ``audits``."""
+    if not interrupt_ids:
+        return
+    AgentInterrupt.objects.filter(
+        run=run, applied_at__isnull=True, interrupt_id__in=list(interrupt_ids),
+        status=AgentInterrupt.Status.DECIDED,
+    ).update(status=AgentInterrupt.Status.APPLIED, applied_at=now)
+    audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
+                            interrupt_ref=ref, from_status=AgentInterrupt.Status.DECIDED,
+                            to_status=AgentInterrupt.Status.APPLIED)
+                  for ref in interrupt_ids)

@@ -1,7 +1,7 @@
 """AG-UI 1.0 over HTTP: ``POST /agui/<agent>/`` (run / resume) and ``.../connect/``.
 
 The graph never runs here. A run request calls the same services as every other
-surface (``run_start``, ``interrupts_decide``), then relays that segment's events
+surface (``run_start``, ``interrupts_answer``), then relays that segment's events
 from Redis (``agui.relay``) as ``text/event-stream`` written by
 ag-ui-protocol's ``EventEncoder``, and ends after its RUN_FINISHED / RUN_ERROR.
 The worker never depends on this connection: a slow or vanished client only
@@ -53,7 +53,8 @@ from agui import outcomes
 from agui.events import run_error, run_started, state_without_messages
 from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
 from execution.checkpointer import thread_values
-from hitl.decide import Answer, interrupts_decide
+from execution.lifecycle import interrupts_answer
+from hitl.decide import Answer
 from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, Conversation
@@ -195,7 +196,7 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
             run_id = run_ids.pop()
             # Read before the decision commits: the resumed segment's events come after.
             after = _channel_counter(run_id)
-            run = interrupts_decide(actor=user, run_id=run_id, surface="agui", answers=[
+            run = interrupts_answer(actor=user, run_id=run_id, surface="agui", answers=[
                 Answer(interrupt_id=e.interrupt_id, status=e.status, payload=e.payload)
                 for e in body.resume])
             plan = Plan(run_id=str(run_id), after=after, client_thread_id=body.thread_id,

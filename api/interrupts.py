@@ -13,7 +13,8 @@ from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
 from api.params import choice_param
 from api.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
-from hitl.decide import interrupt_decide
+from execution.lifecycle import interrupts_answer
+from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import decidable_interrupts
 
@@ -55,8 +56,8 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         interrupt = self.get_object()
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = interrupt_decide(actor=request.user, run_id=interrupt.run_id,
-                               interrupt_id=interrupt.interrupt_id,
-                               payload=body.validated_data["payload"],
-                               status=body.validated_data["status"], surface="api")
+        run = interrupts_answer(actor=request.user, run_id=interrupt.run_id, surface="api",
+                                answers=[Answer(interrupt_id=interrupt.interrupt_id,
+                                                payload=body.validated_data["payload"],
+                                                status=body.validated_data["status"])])
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

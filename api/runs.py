@@ -23,8 +23,8 @@ from api.serializers import (
     RunCreateSerializer,
     RunSerializer,
 )
-from execution.lifecycle import run_cancel
-from hitl.decide import Answer, interrupts_decide
+from execution.lifecycle import interrupts_answer, run_cancel
+from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import decidable_runs, pending_interrupts
 from runs import registry
@@ -113,7 +113,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             answers = [Answer(**entry) for entry in data["resume"]]
         else:
             answers = [Answer(interrupt_id=data["interrupt_id"], payload=data["payload"])]
-        run = interrupts_decide(actor=request.user, run_id=pk, answers=answers, surface="api")
+        run = interrupts_answer(actor=request.user, run_id=pk, answers=answers, surface="api")
         # As the decision committed it (its interrupts come with it): no re-read racing
         # the segment that has just started.
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)

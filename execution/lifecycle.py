@@ -26,6 +26,7 @@ from agui import outcomes
 from agui.events import run_error, run_finished_cancelled
 from hitl import lifecycle as interrupts
 from hitl import notify
+from hitl.decide import Answer, CancelsRun, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
@@ -297,6 +298,21 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
                                                               run_id=str(run.id))])
         elif not segment_live:
             publish_on_commit(run.id, outcomes.standalone_end(run))
+    return run
+
+
+def interrupts_answer(*, actor: Any, run_id: Any, answers: list[Answer],
+                      surface: str = "api") -> AgentRun:
+    """Answer a run's interrupts (``hitl.decide.interrupts_decide``). A cancel of a
+    question whose format has no decline (``CancelsRun``: nothing recorded) cancels the
+    run instead (``run_cancel``, audited as the actor's): the run comes back cancelled,
+    with its interrupts as ``interrupt_rows``, as a decision returns it."""
+    try:
+        return interrupts_decide(actor=actor, run_id=run_id, answers=answers, surface=surface)
+    except CancelsRun:
+        pass  # rolled back; the cancel takes its own lock
+    run = run_cancel(actor=actor, run_id=run_id, surface=surface)
+    run.interrupt_rows = list(AgentInterrupt.objects.filter(run=run))  # Meta.ordering
     return run
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agentsite.errors import Conflict, Gone, InvalidInput, NotFound
 from hitl import policies
-from hitl.formats import InvalidAnswer
+from hitl.formats import CANCELS_RUN, InvalidAnswer
 from hitl.models import AgentInterrupt, InterruptVote
 from hitl.selectors import ASSIGNMENT_IDS, can_decide
 from hitl.transitions import Pending, interrupt_transition
@@ -25,6 +25,14 @@ from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import audit, audits_save, run_locked, run_resume
 from streams.publish import notify_user_on_commit
+
+
+class CancelsRun(Conflict):
+    """A cancelled answer to a question whose format has no decline (``CANCELS_RUN``):
+    nothing was recorded; the caller cancels the run instead
+    (``execution.lifecycle.interrupts_answer``)."""
+
+    code = "cancels_run"
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
         _check_policy(actor, run, [rows[i] for i in ids])
         expired = _expire_due(run, [rows[i] for i in ids], actor=actor, surface=surface)
         if not expired:
+            _check_declinable(rows, answers)
             clean = _validated(rows, answers)
             _check_votes(actor, rows, answers, clean)
             _record(run, rows, answers, clean, actor=actor, surface=surface)
@@ -143,6 +152,15 @@ def _check_policy(actor: Any, run: AgentRun, named: list[AgentInterrupt]) -> Non
         refused = policies.refusal(actor, row, run)
         if refused is not None:
             raise refused
+
+
+def _check_declinable(rows: dict[str, AgentInterrupt], answers: list[Answer]) -> None:
+    # Before any write: the graph would refuse the cancel's resume value (the run failed).
+    for answer in answers:
+        if answer.status == "cancelled" and \
+                rows[answer.interrupt_id].format.cancelled_value() is CANCELS_RUN:
+            raise CancelsRun(f"interrupt {answer.interrupt_id} cannot be declined: cancelling "
+                             "it cancels the run", extra={"interrupt_ids": [answer.interrupt_id]})
 
 
 def _check_votes(actor: Any, rows: dict[str, AgentInterrupt], answers: list[Answer],

@@ -16,7 +16,7 @@ from django.utils import timezone
 from agentsite.errors import InvalidInput
 from hitl import notify, policies
 from hitl.assign import resolve_names
-from hitl.formats import recognise
+from hitl.formats import CANCELS_RUN, recognise
 from hitl.models import AgentInterrupt, StandingApproval
 from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
 from runs import registry
@@ -62,7 +62,14 @@ def resume_value(answered: list[AgentInterrupt]) -> dict[str, Any]:
     """
     return {a.interrupt_id: (a.format.resume_value(a.decision)
                              if a.status == AgentInterrupt.Status.DECIDED
-                             else a.format.cancelled_value()) for a in answered}
+                             else _cancelled(a)) for a in answered}
+
+
+def _cancelled(row: AgentInterrupt) -> Any:
+    # A cancel recorded before its format said it cancels the run (``hitl.decide``
+    # refuses to record one now): None, as such a cancel always resumed.
+    value = row.format.cancelled_value()
+    return None if value is CANCELS_RUN else value
 
 
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],

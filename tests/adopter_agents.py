@@ -100,6 +100,15 @@ def hitl_per_call_build() -> Any:
                                              interrupt_mode="per_call")])
 
 
+def hitl_approve_only_build() -> Any:
+    """delete_file may only be approved (no reject, no respond): a cancel has no decline
+    the middleware accepts. send_email runs unasked."""
+    return create_agent(
+        ScriptedChatModel(), tools=[send_email, delete_file],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={
+            "delete_file": {"allowed_decisions": ["approve"]}})])
+
+
 def messages_state(input: Any, message: str) -> dict[str, Any]:
     return {"messages": [HumanMessage(content=message or "email alice, delete the report")]}
 

@@ -83,6 +83,9 @@ register(Agent(name="adopter_batched", version="1", input_model=NoInput,
 register(Agent(name="adopter_per_call", version="1", input_model=NoInput,
                description="create_agent + HumanInTheLoopMiddleware, per call (tests)",
                builder=_A + "hitl_per_call_build", initial_state=_A + "messages_state"))
+register(Agent(name="adopter_approve_only", version="1", input_model=NoInput,
+               description="HumanInTheLoopMiddleware, a tool that may only be approved (tests)",
+               builder=_A + "hitl_approve_only_build", initial_state=_A + "messages_state"))
 register(Agent(name="adopter_string", description="interrupt('a string') (tests)",
                builder=_A + "plain_string_build", **_PLAIN))
 register(Agent(name="adopter_options", description="interrupt({question, options}) (tests)",

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hitl.formats.base import CardFormError, InterruptFormat, InvalidAnswer, Subject, Vote
+from hitl.formats.base import (
+    CANCELS_RUN,
+    CardFormError,
+    InterruptFormat,
+    InvalidAnswer,
+    Subject,
+    Vote,
+)
 from hitl.formats.generic import Generic, SchemaForm
 from hitl.formats.inbox import AgentInbox
 from hitl.formats.middleware import HitlRequest, ToolApproval
@@ -22,7 +29,7 @@ FORMATS: list[type[InterruptFormat]] = [
     *OURS, ToolApproval, HitlRequest, AgentInbox, SchemaForm, Generic]
 BY_NAME: dict[str, type[InterruptFormat]] = {f.name: f for f in FORMATS}
 
-__all__ = ["BY_NAME", "FORMATS", "CardFormError", "InterruptFormat", "InvalidAnswer",
+__all__ = ["BY_NAME", "CANCELS_RUN", "FORMATS", "CardFormError", "InterruptFormat", "InvalidAnswer",
            "Subject", "Vote", "by_name", "for_interrupt", "recognise"]
 
 

@@ -20,6 +20,20 @@ from hitl.kinds import InvalidResponse
 # problems: ``{"decisions.0.type": ["..."]}``).
 InvalidAnswer = InvalidResponse
 
+
+
+class _CancelsRun:
+    """The type of ``CANCELS_RUN`` (one instance)."""
+
+    def __repr__(self) -> str:
+        return "CANCELS_RUN"
+
+
+# ``cancelled_value()`` of a format with no decline the graph accepts (a pydantic
+# response_schema refuses None; a call that only allows approve): cancelling the question
+# cancels the run instead of resuming it (``hitl.decide.CancelsRun``).
+CANCELS_RUN: Any = _CancelsRun()
+
 MESSAGE_MAX = 300  # characters of the question line (lists, audit, AG-UI message)
 SUMMARY_MAX = 200
 
@@ -141,8 +155,10 @@ class InterruptFormat:
         return answer
 
     def cancelled_value(self) -> Any:
-        """The resume value when the person declines the question (AG-UI "cancelled")."""
-        return None
+        """The resume value when the person declines the question (AG-UI "cancelled");
+        ``CANCELS_RUN`` (here, for a format with no decline: ``schema_form``, ``generic``)
+        when the run is cancelled instead."""
+        return CANCELS_RUN
 
     def approve_answer(self, because: str = "") -> Any | None:
         """The answer a plain "approve" is (bulk approve, standing approvals, a settled

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_type_hint
 
 from hitl import card_parts, schema_form
 from hitl.formats.base import (
+    CANCELS_RUN,
     MESSAGE_MAX,
     CardFormError,
     InterruptFormat,
@@ -126,13 +127,15 @@ def _check_decision(decision: Any, *, name: str, allowed: list[str],
     return decision, {}
 
 
-def _declined(allowed: list[str]) -> dict[str, Any]:
+def _declined(allowed: list[str]) -> Any:
     """A declined call: rejected, or answered "cancelled" where only respond is allowed;
-    never approved (a call that can only be approved gets a reject the graph refuses:
-    the run fails rather than run a tool nobody approved)."""
-    if "reject" not in allowed and "respond" in allowed:
+    never approved: a call that allows neither cancels the run (``CANCELS_RUN``) rather
+    than run a tool nobody approved or send a reject the middleware refuses."""
+    if "reject" in allowed:
+        return {"type": "reject", "message": CANCELLED_MESSAGE}
+    if "respond" in allowed:
         return {"type": "respond", "message": CANCELLED_MESSAGE}
-    return {"type": "reject", "message": CANCELLED_MESSAGE}
+    return CANCELS_RUN
 
 
 def _decision_summary(decision: Any) -> str:
@@ -223,8 +226,10 @@ class HitlRequest(InterruptFormat):
 
     def cancelled_value(self) -> Any:
         # Every call rejected (what the person declined); the middleware's own reject.
-        return {"decisions": [_declined(self.config(i)[0])
-                              for i in range(len(self.actions()))]}
+        decisions = [_declined(self.config(i)[0]) for i in range(len(self.actions()))]
+        if any(d is CANCELS_RUN for d in decisions):
+            return CANCELS_RUN
+        return {"decisions": decisions}
 
     def approve_answer(self, because: str = "") -> Any | None:
         if not all("approve" in self.config(i)[0] for i in range(len(self.actions()))):

@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from runs.models import AgentRun, AuditLog
 from tests.adopter_agents import ODD_VALUES, redis_client, tools_key
 from tests.agui_client import interrupts, resume, run_input, run_segment
 from tests.helpers import pending, start_run, wait_run
@@ -140,6 +141,47 @@ def test_per_call_middleware_over_agui(api):
     assert run[-1]["outcome"]["type"] == "success", run[-1]
     assert tools_ran(thread) == [{"name": "send_email",
                                   "args": {"to": "alice@example.com", "body": "hi"}}]
+
+
+def _cancelled_by(run_id: str, username: str, surface: str) -> None:
+    ends = AuditLog.objects.filter(run_id=run_id, action=AuditLog.Action.RUN_STATUS,
+                                   to_status="cancelled")
+    assert [(a.actor_label, a.surface) for a in ends] == [(username, surface)]
+    # Nothing recorded the cancel as an answer the graph would get.
+    assert not AuditLog.objects.filter(run_id=run_id, action=AuditLog.Action.DECISION).exists()
+
+
+def test_cancel_without_decline_cancels_the_run_over_rest(api):
+    """schema_form: LangGraph would refuse None for a pydantic response_schema (the run
+    failed); the cancel cancels the run instead, and the graph never resumes."""
+    owner = api("owner")
+    run = paused(owner, "adopter_typed")
+    item = pending(run)
+    answered = decide(owner, item, None, status="cancelled")
+    assert answered.status_code == 202, answered.text
+    assert answered.json()["status"] == "cancelled"
+    done = wait_run(owner, run["id"], "cancelled")
+    assert done["result"] is None and done["error"] in (None, "", {}), done
+    assert owner.get(f"/api/interrupts/{item['id']}/").json()["status"] == "cancelled"
+    _cancelled_by(run["id"], "owner", "api")
+
+
+def test_cancel_of_approve_only_call_cancels_the_run_over_agui(api):
+    """A call that may only be approved: no reject the middleware would accept, so a
+    cancelled entry cancels the run (RUN_FINISHED cancelled), and the tool never runs."""
+    client = api("owner")
+    body = run_input(messages=[{"id": "u1", "role": "user", "content": "delete"}])
+    run = run_segment(client, "adopter_approve_only", body)
+    (item,) = interrupts(run)
+    assert item["metadata"]["action_requests"][0]["name"] == "delete_file"
+    run = run_segment(client, "adopter_approve_only", run_input(body["threadId"], resume=[
+        {"interruptId": item["id"], "status": "cancelled"}]))
+    assert run[-1]["type"] == "RUN_FINISHED", run[-1]
+    assert run[-1]["outcome"]["type"] == "cancelled", run[-1]
+    assert "delete_file" not in [t["name"] for t in tools_ran(body["threadId"])]
+    stored = AgentRun.objects.get(agent="adopter_approve_only")
+    assert stored.status == AgentRun.Status.CANCELLED
+    _cancelled_by(stored.pk, "owner", "agui")
 
 
 @pytest.mark.parametrize("which", sorted(ODD_VALUES))

@@ -120,6 +120,10 @@ def test_tool_approval():
     assert "type" in err.value.fields
     assert fmt.cancelled_value() == {"type": "reject", "message": "cancelled by user"}
     assert fmt.response_schema() == PER_CALL_SCHEMA
+    # Approve only: no decline the middleware accepts, a cancel cancels the run.
+    approve_only = recognise(PER_CALL, {"oneOf": [PER_CALL_SCHEMA["oneOf"][0]]})
+    assert approve_only.allowed() == ["approve"]
+    assert approve_only.cancelled_value() is formats.CANCELS_RUN
     assert fmt.message() == "Deleting cannot be undone"
 
 
@@ -150,6 +154,8 @@ def test_schema_form_and_generic():
     assert generic.validate([1, {"a": None}]) == [1, {"a": None}]
     with pytest.raises(InvalidAnswer):
         generic.validate(None)
+    # No decline either graph accepts (None is refused by a pydantic schema).
+    assert fmt.cancelled_value() is generic.cancelled_value() is formats.CANCELS_RUN
 
 
 @pytest.mark.parametrize("value", ODD, ids=range(len(ODD)))

@@ -30,6 +30,7 @@ from django.utils.http import urlencode
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
+from execution.lifecycle import run_cancel
 from hitl.assign import interrupt_assign
 from hitl.cards import article, card_context, decide_from_post
 from hitl.decide import interrupt_decide
@@ -465,8 +466,10 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest,
                 obj: AgentInterrupt) -> HttpResponse | tuple[dict[str, list[str]], Any]:
-        errors, _status, keep = decide_from_post(actor=request.user, interrupt=obj,
-                                                 data=request.POST, surface=SURFACE)
+        errors, _status, keep = decide_from_post(
+            actor=request.user, interrupt=obj, data=request.POST, surface=SURFACE,
+            cancel_run=lambda: run_cancel(actor=request.user, run_id=obj.run_id,
+                                          surface=SURFACE))
         if errors is not None:
             # Shown once, on the card (focused, tied to its field): no second message.
             return errors, request.POST if keep else None

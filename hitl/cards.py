@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hitl import policies
@@ -253,22 +253,30 @@ def late_answer_message(interrupt: AgentInterrupt, err: Any, actor: Any) -> str:
     return str(err.detail)
 
 
-def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any,
-                     surface: str) -> tuple[dict[str, list[str]] | None, int, bool]:
-    """Answer ``interrupt`` from its card's form post, as ``actor``.
+def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any, surface: str,
+                     cancel_run: Callable[[], Any] | None = None,
+                     ) -> tuple[dict[str, list[str]] | None, int, bool]:
+    """Answer ``interrupt`` from its card's form post, as ``actor``. ``cancel_run``: the
+    surface's run cancel (``execution.lifecycle.run_cancel``, a layer above), called when
+    the post cancels a question with no decline (``hitl.decide.CancelsRun``).
 
     Returns (errors, HTTP status, keep_values): (None, 200, False) when recorded; else the
     card's errors by field, the status the refusal means (400: fix the form; 403, 409, 410:
     the card turns read-only and says why), and whether to show the posted values again.
     """
     from agentsite.errors import InvalidInput, ServiceError
-    from hitl.decide import interrupt_decide
+    from hitl.decide import CancelsRun, interrupt_decide
 
     try:
         status, answer = answer_from_post(interrupt, data)
-        interrupt_decide(actor=actor, run_id=interrupt.run_id,
-                         interrupt_id=interrupt.interrupt_id, payload=answer,
-                         status=status, surface=surface)
+        try:
+            interrupt_decide(actor=actor, run_id=interrupt.run_id,
+                             interrupt_id=interrupt.interrupt_id, payload=answer,
+                             status=status, surface=surface)
+        except CancelsRun:
+            if cancel_run is None:
+                raise
+            cancel_run()  # nothing was recorded: the run is cancelled instead
     except CardFormError as err:
         return err.fields, 400, True
     except InvalidInput as err:

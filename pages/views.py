@@ -369,8 +369,10 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
                                      interrupt_id=interrupt_id).first()
     if interrupt is None:
         raise Http404("no such question")
-    errors, status, keep = decide_from_post(actor=request.user, interrupt=interrupt,
-                                            data=request.POST, surface="page")
+    errors, status, keep = decide_from_post(
+        actor=request.user, interrupt=interrupt, data=request.POST, surface="page",
+        cancel_run=lambda: run_cancel(actor=request.user, run_id=interrupt.run_id,
+                                      surface="page"))
     if errors is None:
         if _is_htmx(request):
             interrupt = _interrupts().get(pk=interrupt.pk)

@@ -200,3 +200,24 @@ def test_odd_values_never_500(api, which):
     assert decide(reviewer, item, {"any": ["json", 1]}).status_code == 202
     done = wait_run(owner, run["id"], "completed")
     assert done["result"] == {"received": {"any": ["json", 1]}}
+
+
+def test_card_cancel_without_decline_cancels_the_run(api, live):
+    """The chat page's card: ``_status=cancelled`` on a schema_form question cancels the
+    run (the page's run_cancel), audited as the person on the "page" surface."""
+    run = paused(api("owner"), "adopter_typed")
+    item = pending(run)
+    with httpx.Client(base_url=live["base_url"], timeout=30) as browser:
+        browser.get("/accounts/login/")
+        login = browser.post("/accounts/login/", data={
+            "username": "owner", "password": "pw-owner",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"]})
+        assert login.status_code == 302, login.text
+        browser.get(f"/c/{run['conversation_id']}/")
+        response = browser.post(
+            f"/c/{run['conversation_id']}/answer/{item['interrupt_id']}/",
+            data={"_status": "cancelled"}, headers={"X-CSRFToken": browser.cookies["csrftoken"]})
+    assert response.status_code == 302, response.text
+    done = AgentRun.objects.get(pk=run["id"])
+    assert done.status == AgentRun.Status.CANCELLED and done.result is None
+    _cancelled_by(done.pk, "owner", "page")

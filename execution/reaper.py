@@ -8,6 +8,9 @@ lost when a send fails or a worker dies:
 - ``running`` with a lapsed lease: its worker stopped renewing it (killed, or cut off
   from Postgres for a whole lease). Released and sent again; the next claim takes the
   segment over from its last checkpoint (``execution.lifecycle.run_claim``).
+- A notification or webhook delivery (``hitl.models.Notification``, ``WebhookDelivery``)
+  still pending ``AGENTSITE_REQUEUE_AFTER_SECONDS`` after it was due: its task was lost
+  the same way. Sent again (``hitl.notify.owed_resend``).
 
 Every worker process runs one reaper thread (so it works wherever a worker runs: the
 launcher, docker-compose, the tests). Two reapers do not send the same run twice in a
@@ -28,6 +31,7 @@ from django.utils import timezone
 
 from execution import lifecycle
 from execution.lifecycle import Segment
+from hitl import notify
 from runs.models import AgentRun
 from runs.services import run_enqueue
 from streams.db import release_db_connections
@@ -86,6 +90,7 @@ class Reaper(threading.Thread):
             try:
                 close_old_connections()
                 sweep()
+                notify.owed_resend()
             except Exception as exc:  # Postgres or broker away: try again next sweep
                 log.warning("reaper: sweep failed: %s", exc)
                 connection.close()

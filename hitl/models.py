@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils import timezone
 
 from runs.models import AgentRun
 
@@ -159,8 +160,46 @@ class AgentWebhook(models.Model):
         return f"{self.agent} → {self.url}"
 
 
+class Notification(models.Model):
+    """The outbox: one notice owed (an interrupt opened or escalated, a run ended),
+    written in the transaction that makes it due. The worker's ``hitl.notify`` task
+    sends it (emails, and one ``WebhookDelivery`` per webhook) and marks it; if the
+    broker was down at commit, the reaper (``execution.reaper``) sends the task again."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    id = models.BigAutoField(primary_key=True)
+    event = models.CharField(max_length=40)
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="+")
+    interrupt = models.ForeignKey(AgentInterrupt, null=True, blank=True,
+                                  on_delete=models.CASCADE, related_name="+")
+    groups = models.JSONField(default=list, blank=True, help_text="escalation group names")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    attempt_log = models.JSONField(default=list, blank=True,
+                                   help_text="one entry per attempt: when, and what failed")
+    last_error = models.TextField(blank=True)
+    # When its task was last sent or is next due: still pending well after it, the task
+    # was lost (broker down) and the reaper sends it again.
+    due_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["due_at"], name="notification_owed",
+                                condition=models.Q(status="pending"))]
+
+    def __str__(self) -> str:
+        return f"{self.event} of run {self.run_id} ({self.status})"
+
+
 class WebhookDelivery(models.Model):
-    """The delivery log: one row per event per webhook, updated by each attempt."""
+    """The delivery log: one row per event per webhook, updated by each attempt (and
+    each attempt appended to ``attempt_log``)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -176,12 +215,19 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     last_status_code = models.IntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    attempt_log = models.JSONField(default=list, blank=True,
+                                   help_text="one entry per attempt: when, status code, error")
+    # As Notification.due_at: the next attempt's time; pending well after it, its task
+    # was lost and the reaper sends it again.
+    due_at = models.DateTimeField(default=timezone.now)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
         verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["due_at"], name="webhook_delivery_owed",
+                                condition=models.Q(status="pending"))]
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook.url} ({self.status})"

@@ -1,5 +1,6 @@
-"""Admin of the policy models: standing approvals (grant, revoke), agents' webhooks and
-their delivery log. Imported by ``hitl.admin`` (Django loads only ``admin.py``)."""
+"""Admin of the policy models: standing approvals (grant, revoke), agents' webhooks, their
+delivery log and the notifications owed (the outbox). Imported by ``hitl.admin`` (Django
+loads only ``admin.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from agentsite.admin_base import ReadOnlyAdmin
-from hitl.models import AgentWebhook, StandingApproval, WebhookDelivery
+from hitl.models import AgentWebhook, Notification, StandingApproval, WebhookDelivery
 from hitl.selectors import is_reviewer
 
 
@@ -74,3 +75,10 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
                     "created_at", "delivered_at"]
     list_filter = ["status", "event"]
     list_select_related = ["webhook"]
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ["id", "event", "run", "status", "attempts", "last_error", "created_at",
+                    "sent_at"]
+    list_filter = ["status", "event"]

@@ -1,9 +1,11 @@
 """Celery tasks of the hitl layer: notifications and webhook deliveries. Thin: each
-calls ``hitl.notify``."""
+calls ``hitl.notify``. Both take the id of a row (the outbox ``Notification``, the
+``WebhookDelivery``) that says what is owed, so the reaper can send them again."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -14,20 +16,33 @@ from hitl import notify
 log = logging.getLogger(__name__)
 
 
-@shared_task(name=notify.NOTIFY_TASK, ignore_result=True)
-def notify_event(event: str, run_id: str, interrupt_pk: str | None = None,
-                 groups: list[str] | None = None) -> None:
-    close_old_connections()
-    notify.deliver(event=event, run_id=run_id, interrupt_pk=interrupt_pk, groups=groups)
-
-
-@shared_task(name=notify.DELIVER_TASK, bind=True, ignore_result=True,
+@shared_task(name=notify.NOTIFY_TASK, bind=True, ignore_result=True,
              max_retries=settings.HITL_WEBHOOK_MAX_RETRIES)
+def notify_event(self, notification_id: int | None = None, **before_outbox: Any) -> None:
+    close_old_connections()
+    if notification_id is None:
+        # A task queued before the outbox (event, run_id, ...): sent as it was then.
+        notify.deliver(**before_outbox)
+        return
+    try:
+        notify.notification_send(notification_id)
+    except Exception as exc:  # the attempt is logged on the row
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=notify.backoff(self.request.retries), exc=exc) from exc
+        log.warning("notification %s failed after %d attempts: %s", notification_id,
+                    self.request.retries + 1, exc)
+        notify.notification_failed(notification_id)
+
+
+# max_retries=None: Celery does not count; the row's attempts are the budget.
+@shared_task(name=notify.DELIVER_TASK, bind=True, ignore_result=True, max_retries=None)
 def webhook_deliver(self, delivery_id: int) -> None:
     close_old_connections()
     if notify.deliver_webhook(delivery_id) is False:
-        if self.request.retries < self.max_retries:
-            raise self.retry(countdown=notify.backoff(self.request.retries))
+        # The row's attempts are the budget: a resend by the reaper does not start over.
+        delay = notify.retry_in(delivery_id)
+        if delay is not None:
+            raise self.retry(countdown=delay)
         log.warning("webhook delivery %s failed after %d attempts", delivery_id,
-                    self.request.retries + 1)
+                    settings.HITL_WEBHOOK_MAX_RETRIES + 1)
         notify.delivery_failed(delivery_id)

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from hitl import notify
-from hitl.models import AgentWebhook, WebhookDelivery
+from hitl.models import AgentWebhook, Notification, WebhookDelivery
 from tests.helpers import pending, wait_run
 from tests.policies.conftest import ask
 
@@ -143,6 +143,11 @@ def test_webhook_signed_and_retried_after_500(client_of, receiver):
     delivery = _until(lambda: WebhookDelivery.objects.filter(
         webhook=hook, event="interrupt.created", status="delivered").first())
     assert delivery.attempts == 2 and delivery.last_status_code == 200
+    # Every attempt in the delivery log; the notification (outbox row) marked sent.
+    assert [e["status_code"] for e in delivery.attempt_log] == [500, 200]
+    assert [e["ok"] for e in delivery.attempt_log] == [False, True]
+    notice = Notification.objects.get(run_id=run["id"], event="interrupt.created")
+    assert notice.status == "sent" and notice.attempts == 1
     assert len(_Receiver.received) == 2
     for headers, raw in _Receiver.received:
         expected = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
@@ -181,3 +186,27 @@ def test_webhook_gives_up_after_its_retries(client_of, receiver):
     # The first attempt and HITL_WEBHOOK_MAX_RETRIES (5) retries, 0.2 s apart and doubling.
     assert failed.attempts == 6 and failed.last_status_code == 500
     assert failed.last_error == "HTTP 500" and len(_Receiver.received) == 6
+
+
+def test_a_notification_is_a_row_of_the_transaction_that_makes_it_due(people):
+    """Written with the change (rolled back with it); its task is sent only on commit."""
+    from django.db import transaction
+
+    from runs.models import AgentRun, Conversation
+
+    owner = people["owner"]
+    conversation = Conversation.objects.create(owner=owner, agent="policy_ask")
+    run = AgentRun.objects.create(owner=owner, conversation=conversation, agent="policy_ask",
+                                  thread_id=conversation.thread_id, status="completed")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        notify.on_commit("run.finished", run=run)
+        assert Notification.objects.filter(run=run).count() == 1
+        raise RuntimeError("the change fails")
+    assert not Notification.objects.filter(run=run).exists()
+    # (Written directly: on_commit would send the task to the suite's worker too.)
+    row = Notification.objects.create(run=run, event="run.finished")
+    # The task's body, in process: emails (locmem) sent, the row marked, the attempt logged.
+    assert notify.notification_send(row.pk) == {"emails": 1, "webhooks": 0}
+    row.refresh_from_db()
+    assert row.status == "sent" and row.attempts == 1 and row.attempt_log[0]["emails"] == 1
+    assert notify.notification_send(row.pk) is None  # a duplicate task: nothing twice

@@ -1,4 +1,4 @@
-"""Worker heartbeats in Redis, for ``GET /healthz``.
+"""Worker heartbeats in Redis, and beat's last sweep, for ``GET /healthz``.
 
 Each worker process writes ``now`` under its name into one sorted set per queue every
 ``INTERVAL`` seconds, from a daemon thread started when the worker is ready; a worker
@@ -53,6 +53,21 @@ def alive(now: float | None = None) -> list[str]:
     """Names of the workers seen within ALIVE_SECONDS."""
     now = time.time() if now is None else now
     return sorted(m.decode() for m in client().zrangebyscore(_key(), now - ALIVE_SECONDS, "+inf"))
+
+
+def _beat_key() -> str:
+    return f"agentsite:beat:{settings.CELERY_TASK_DEFAULT_QUEUE}"
+
+
+def sweep_tick(now: float | None = None) -> None:
+    """The beat-sent sweep ran: its time, for ``GET /healthz`` (is beat alive?)."""
+    client().set(_beat_key(), time.time() if now is None else now, ex=86400)
+
+
+def last_sweep() -> float | None:
+    """When the beat-sent sweep last ran (epoch seconds), or None if not within a day."""
+    found = client().get(_beat_key())
+    return float(found) if found is not None else None
 
 
 def _loop(name: str) -> None:

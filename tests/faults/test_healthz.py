@@ -1,4 +1,5 @@
-"""GET /healthz: Postgres, Redis, worker heartbeats and runs overdue for work."""
+"""GET /healthz: Postgres, Redis, worker heartbeats, runs overdue for work, beat's last
+sweep and interrupts overdue past their deadline."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,13 +25,50 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_healthy_system(live):
-    r = httpx.get(f"{live['base_url']}/healthz", timeout=10)
+    # Beat's first sweep may not have run yet when the session's services have just started.
+    deadline = time.monotonic() + 10
+    while True:
+        r = httpx.get(f"{live['base_url']}/healthz", timeout=10)
+        if r.json()["beat"]["ok"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert r.status_code == 200
     body = r.json()
     assert body["ok"] is True and body["postgres"]["ok"] and body["redis"]["ok"]
     assert body["workers"]["alive"] >= 1, body  # the suite's worker beats
-    assert body["runs_overdue"] == 0 and body["degraded"] is False
+    assert body["runs_overdue"] == 0 and body["degraded"] is False, body
+    assert body["interrupts_overdue"] == 0 and body["degraded_by"] == []
+    # Beat sends the deadline sweep every 0.5 s here; the sweep records its run.
+    assert body["beat"]["ok"] is True
+    assert body["beat"]["last_tick_seconds_ago"] <= body["beat"]["stale_after"]
     assert httpx.get(f"{live['base_url']}/healthz?strict", timeout=10).status_code == 200
+
+
+def test_beat_dead_and_interrupts_past_their_deadline_fail_strict(api, live, no_sweep):
+    from api.health import BEAT_STALE_SECONDS
+    from hitl.models import AgentInterrupt
+
+    client = api("owner")
+    run = wait_run(client, start_run(client)["id"], "paused")
+    # Its question's deadline passed long ago, and no sweep (beat is stopped) expired it.
+    AgentInterrupt.objects.filter(run_id=run["id"]).update(
+        expires_at=timezone.now() - timedelta(seconds=BEAT_STALE_SECONDS + 600))
+    strict = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)
+    assert strict.status_code == 503, strict.text
+    assert strict.json()["interrupts_overdue"] == 1
+    assert "interrupts_overdue" in strict.json()["degraded_by"]
+    assert httpx.get(f"{live['base_url']}/healthz", timeout=10).status_code == 200
+    AgentInterrupt.objects.filter(run_id=run["id"]).update(expires_at=None)
+    # Beat stays dead: once its last sweep is a few periods old, strict says so.
+    deadline = time.monotonic() + BEAT_STALE_SECONDS + 15
+    while True:
+        body = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)
+        if body.json()["beat"]["ok"] is False or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert body.status_code == 503 and body.json()["degraded_by"] == ["beat"], body.text
+    assert body.json()["beat"]["last_tick_seconds_ago"] > BEAT_STALE_SECONDS
+    assert body.json()["interrupts_overdue"] == 0 and body.json()["workers"]["alive"] >= 1
 
 
 def test_overdue_runs_are_counted_and_fail_strict(api, live):

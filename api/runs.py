@@ -26,7 +26,7 @@ from api.serializers import (
 from execution.lifecycle import interrupts_answer, run_cancel
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
-from hitl.selectors import decidable_runs, pending_interrupts
+from hitl.selectors import pending_interrupts, visible_conversations, visible_runs
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.services import run_start
@@ -74,11 +74,12 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return qs
 
     def _runs(self):
-        # Lists and reads show the user's own runs; answering and cancelling reach every
-        # run the user may decide (a reviewer's answer is re-read through that set).
-        if self.action in ("list", "retrieve"):
+        # The list is the user's own runs (a reviewer's work list is /api/interrupts/);
+        # a run by id is any run the user may see, decide and cancel (hitl.selectors:
+        # owner or reviewer, a superuser included), the same set for every action.
+        if self.action == "list":
             return AgentRun.objects.filter(owner=self.request.user)
-        return decidable_runs(self.request.user)
+        return visible_runs(self.request.user)
 
     def _fresh(self, run: AgentRun) -> dict:
         # The service has just let this user act on the run: re-read it as it is now
@@ -136,9 +137,12 @@ class ConversationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     queryset = Conversation.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
+        # The list is the user's own; one by id, any the user may see (as for runs).
+        if self.action != "list":
+            return visible_conversations(self.request.user)
         qs = Conversation.objects.filter(owner=self.request.user)
         agent = self.request.query_params.get("agent")
-        if self.action == "list" and agent:
+        if agent:
             qs = qs.filter(agent=agent)
         return qs
 

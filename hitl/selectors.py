@@ -1,7 +1,10 @@
-"""Who may decide what: the one place for the "owner or reviewer" rule.
+"""Who may see, decide and cancel what: the one place for the "owner or reviewer" rule.
 
-A user may decide (and watch) the interrupts of their own runs; a reviewer, a user
-with ``hitl.decide_interrupt``, those of every run. Every surface asks here.
+A user may see, decide (answer its interrupts) and cancel their own runs; a reviewer, a
+user with ``hitl.decide_interrupt``, every run. A superuser is a reviewer (Django gives
+an active superuser every permission, and the admin already shows them everything).
+One rule for every surface: REST, AG-UI, SSE, the chat pages and the admin ask here
+(``can_decide``, ``visible_runs``, ``visible_conversations``).
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ ASSIGNMENT_IDS = {
 
 
 def is_reviewer(user: Any) -> bool:
-    return bool(user and user.is_authenticated and user.has_perm(DECIDE_PERMISSION))
+    if not (user and user.is_authenticated):
+        return False
+    # A superuser first: no permission query (has_perm says the same for an active one).
+    return bool(user.is_active and user.is_superuser) or user.has_perm(DECIDE_PERMISSION)
 
 
 def can_decide(user: Any, owned: AgentRun | Conversation) -> bool:
-    """May ``user`` answer the interrupts of a run (or a conversation's runs), and
-    watch it?"""
+    """May ``user`` answer the interrupts of a run (or a conversation's runs), cancel it,
+    and see and watch it?"""
     if user is None or not user.is_authenticated:
         return False
     # The owner first: the permission lookup costs queries and most answers are the owner's.
@@ -40,10 +46,24 @@ def can_decide(user: Any, owned: AgentRun | Conversation) -> bool:
 
 
 def decidable_runs(user: Any) -> QuerySet[AgentRun]:
-    """Runs whose interrupts ``user`` may decide: own runs, or all for a reviewer."""
+    """Runs whose interrupts ``user`` may decide, and that they may cancel: own runs, or
+    all for a reviewer."""
     if is_reviewer(user):
         return AgentRun.objects.all()
     return AgentRun.objects.filter(owner=user)
+
+
+def visible_runs(user: Any) -> QuerySet[AgentRun]:
+    """Runs ``user`` may read by id (and stream): those they may decide, no more and no
+    fewer, so that nothing answers 404 to a read and then lets the same user act."""
+    return decidable_runs(user)
+
+
+def visible_conversations(user: Any) -> QuerySet[Conversation]:
+    """Conversations ``user`` may read by id: own, or all for a reviewer."""
+    if is_reviewer(user):
+        return Conversation.objects.all()
+    return Conversation.objects.filter(owner=user)
 
 
 def decidable_interrupts(user: Any) -> QuerySet[AgentInterrupt]:

@@ -1,8 +1,9 @@
 """The chat pages: conversation list, new chat, the chat page and its fragments.
 
 Views stay thin: reads here, every write through a service (run_start, interrupt_decide,
-run_cancel). Who may see a conversation: its owner, and reviewers (hitl.decide_interrupt),
-who get it read-only except for answering its cards; anyone else gets a 404.
+run_cancel). Who may see a conversation: its owner, and reviewers (hitl.decide_interrupt, a
+superuser included: hitl.selectors), who may answer its cards and cancel its run, as on
+every surface, but not write in it; anyone else gets a 404.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from execution.lifecycle import run_cancel
 from hitl import policies
 from hitl.cards import card_context, decide_from_post
 from hitl.models import AgentInterrupt
-from hitl.selectors import is_reviewer
+from hitl.selectors import can_decide, is_reviewer
 from pages.forms import input_fields, input_from_post
 from pages.live import read_runs
 from pages.markdown import render_markdown
@@ -45,19 +46,15 @@ PENDING = AgentInterrupt.Status.PENDING
 # --- access ------------------------------------------------------------------------------------
 
 def _conversation(request: HttpRequest, conversation_id: Any) -> tuple[Conversation, bool]:
-    """(conversation, is_owner) or 404: the owner, or a reviewer read-only."""
+    """(conversation, is_owner) or 404: the owner, or a reviewer (no composer)."""
     try:
         pk = uuid.UUID(str(conversation_id))
     except ValueError:
         raise Http404("no such conversation") from None
     conversation = Conversation.objects.select_related("owner").filter(pk=pk).first()
-    if conversation is None:
+    if conversation is None or not can_decide(request.user, conversation):
         raise Http404("no such conversation")
-    if conversation.owner_id == request.user.pk:
-        return conversation, True
-    if is_reviewer(request.user):
-        return conversation, False
-    raise Http404("no such conversation")
+    return conversation, conversation.owner_id == request.user.pk
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -209,7 +206,7 @@ def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | Non
     reason = ""
     if not is_owner:
         reason = ("You are viewing someone else's conversation as a reviewer: you can answer "
-                  "its questions, not write in it.")
+                  "its questions and cancel its run, not write in it.")
     elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending \
             and answerable == 0:
         reason = "Waiting for a reviewer to answer the question above."
@@ -222,7 +219,8 @@ def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | Non
     return {
         "disabled": bool(reason), "reason": reason, "error": error, "text": text,
         "is_owner": is_owner,
-        "can_cancel": is_owner and latest is not None and latest.status in AgentRun.ACTIVE,
+        # Whoever sees the page may cancel (hitl.selectors.can_decide: owner or reviewer).
+        "can_cancel": latest is not None and latest.status in AgentRun.ACTIVE,
         "latest": latest,
         "send_url": reverse("pages:send", args=[conversation.pk]),
         "cancel_url": reverse("pages:cancel", args=[conversation.pk]),
@@ -421,9 +419,8 @@ def send(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def cancel(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    conversation, is_owner = _conversation(request, conversation_id)
-    if not is_owner:
-        raise Http404("no such conversation")
+    """Cancel the conversation's active run: its owner, or a reviewer (as on every surface)."""
+    conversation, _ = _conversation(request, conversation_id)
     run = (AgentRun.objects.filter(conversation=conversation, status__in=AgentRun.ACTIVE)
            .order_by("-created_at").first())
     if run is not None:

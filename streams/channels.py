@@ -17,7 +17,7 @@ from typing import Any
 
 from django_eventstream.channelmanager import ChannelManagerBase
 
-from hitl.selectors import decidable_runs, is_reviewer
+from hitl.selectors import is_reviewer, visible_runs
 from streams.db import release_db_connections
 from streams.keys import REVIEWERS_CHANNEL, user_channel
 
@@ -39,7 +39,7 @@ def may_read(user: Any, channel: str) -> bool:
             run_id = uuid.UUID(channel.removeprefix("run-"))
         except ValueError:
             return False
-        return decidable_runs(user).filter(pk=run_id).exists()
+        return visible_runs(user).filter(pk=run_id).exists()
     return False
 
 

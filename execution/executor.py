@@ -8,12 +8,14 @@ before and after the graph step.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
 
 import redis.exceptions
 from django.conf import settings
+from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from agentsite import timing
@@ -33,6 +35,9 @@ FINAL_STATUSES = {"completed", "rejected", "blocked", "cancelled"}
 # The key under which LangGraph hands out the questions a run stopped on (as in the
 # result of ``invoke``).
 INTERRUPT_KEY = "__interrupt__"
+# Tests only (tests/faults/test_lost_final_message.py): seconds a worker waits between
+# the graph's last checkpoint and the segment's end, so that a test can kill it there.
+HOLD_SEGMENT_END = float(os.environ.get("AGENTSITE_TEST_HOLD_SEGMENT_END") or 0)
 
 
 class SegmentLost(Exception):
@@ -53,13 +58,21 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     agent = registry.get(segment.agent)
     # Messages: as a model streams them, or whole from each node's update.
     messages_mode = "messages" if agent is None or agent.model_tokens else "updates"
-    config = {"configurable": {"thread_id": segment.thread_id}}
-    graph_input = _graph_input(graph, config, segment)
+    # Each checkpoint names the segment that wrote it: a takeover reads back what its
+    # lost worker stored (``execution.recovery.lost_work``).
+    tag = recovery.segment_tag(segment.run_id, segment.segments_done + 1)
+    config = {"configurable": {"thread_id": segment.thread_id},
+              "metadata": {recovery.SEGMENT_KEY: tag}}
+    left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
+    if segment.takeover:
+        left = recovery.lost_work(graph.checkpointer, thread_id=segment.thread_id, tag=tag,
+                                  everywhere=messages_mode == "messages")
+    graph_input = _graph_input(graph, config, segment, left)
 
     out = _Publisher(segment.run_id)
     mapper = EventMapper(segment.assistant_message_id)
     if segment.takeover:
-        out.send(recovery.reopen(segment.run_id, thread_id=segment.thread_id))
+        out.send(_take_over(segment, mapper, left))
     else:
         # At once, not with the first step's events: those come after LangGraph has read
         # the checkpoint and planned the step, and a held RUN_STARTED waited for them.
@@ -112,6 +125,8 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                                 before=closing) is None:
             _end_foreign(segment, out, closing)
         return
+    if HOLD_SEGMENT_END:
+        time.sleep(HOLD_SEGMENT_END)
     values, raised = end.result(graph, config)
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     state = state_without_messages(values)
@@ -132,9 +147,10 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
         _end_foreign(segment, out, closing)
 
 
-def _graph_input(graph: Any, config: dict[str, Any], segment: Segment) -> Any:
+def _graph_input(graph: Any, config: dict[str, Any], segment: Segment,
+                 lost: recovery.LostWork) -> Any:
     """What to stream: the resume answers, the initial state, or None (go on from the
-    last checkpoint). A takeover looks at the checkpoint the lost worker left."""
+    last checkpoint). A takeover looks at the checkpoints the lost worker left."""
     if not segment.takeover:
         if segment.resume is not None:
             return Command(resume=segment.resume)
@@ -143,9 +159,30 @@ def _graph_input(graph: Any, config: dict[str, Any], segment: Segment) -> Any:
     waiting = {i.id for task in snapshot.tasks for i in task.interrupts}
     if segment.resume is not None and waiting & set(segment.resume):
         return Command(resume=segment.resume)  # the answers never reached the graph
-    if snapshot.created_at is None and segment.initial_state is not None:
-        return segment.initial_state  # lost before its first checkpoint: start over
+    if not lost.started and segment.initial_state is not None:
+        # Lost before its first checkpoint: start over (the thread's latest checkpoint
+        # may be an earlier run's end, which has nothing left to run).
+        return segment.initial_state
     return None
+
+
+def _take_over(segment: Segment, mapper: EventMapper, lost: recovery.LostWork) -> list[Any]:
+    """Go on in the AG-UI run the lost worker started, with its text: the steps it
+    checkpointed do not run again, so what they said was read back from their
+    checkpoints (``lost``). The mapper's text (what the segment's end appends to the
+    assistant message) starts with it, and listeners get the part this AG-UI run has not
+    carried yet."""
+    reopened = recovery.reopen(segment.run_id, thread_id=segment.thread_id,
+                               message_id=segment.assistant_message_id)
+    events = list(reopened.events)
+    seen = reopened.published_text
+    # Published text that is not its start came from a step that runs again (it died
+    # mid-step): that step streams its text anew, and the end's MESSAGES_SNAPSHOT
+    # holds the message as stored.
+    if lost.text.startswith(seen) and len(lost.text) > len(seen):
+        events += mapper.on_message(AIMessage(content=lost.text[len(seen):]))
+    mapper.text = lost.text
+    return events
 
 
 class _End:

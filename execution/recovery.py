@@ -4,28 +4,114 @@ The lost worker published ``RUN_STARTED`` and maybe opened a text message, tool 
 or steps, then died. A second ``RUN_STARTED`` inside that run would break the protocol
 for every listener, so the new owner reads what was published, closes what is open and
 goes on in the same AG-UI run.
+
+The lost worker's text is the segment's too, though only its end (never written)
+would have stored it: the steps it checkpointed are not run again, so their messages
+are read back from the checkpoints it wrote (each tagged with the segment,
+``SEGMENT_KEY``) and the new owner ends the segment with them (``lost_work``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import redis.exceptions
 from ag_ui.core import BaseEvent
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from agui.events import run_started, step_finished, text_end, tool_call_end
+from agui.mapper import EventMapper
 from streams.keys import counter_key, event_key, run_channel
 from streams.publish import redis_client
 
 log = logging.getLogger(__name__)
 ENDS = ("RUN_FINISHED", "RUN_ERROR")
+# Checkpoint metadata naming the run's segment that wrote it (LangGraph copies a
+# config's ``metadata`` into every checkpoint's; the checkpointer's ``list`` filters on it).
+SEGMENT_KEY = "agentsite_segment"
 
 
-def reopen(run_id: str, *, thread_id: str) -> list[BaseEvent]:
+def segment_tag(run_id: str, segment: int) -> str:
+    """The value of ``SEGMENT_KEY`` on the checkpoints of the run's ``segment``-th segment
+    (every attempt at it: the first claim and any takeover)."""
+    return f"{run_id}/{segment}"
+
+
+@dataclass(frozen=True)
+class Reopened:
+    """What a taken-over segment publishes first, and the text of the run's assistant
+    message that listeners already saw in this AG-UI run (``TEXT_MESSAGE_CONTENT``)."""
+
+    events: list[BaseEvent]
+    published_text: str = ""
+
+
+@dataclass(frozen=True)
+class LostWork:
+    """What the lost attempts at a segment left in the checkpointer."""
+
+    # A checkpoint of the segment exists (its input, at least, was stored).
+    started: bool = False
+    # The text of the assistant messages its checkpoints hold that the state did not
+    # have when the segment began, as the stream mapper reads a message's text.
+    text: str = ""
+
+
+def lost_work(checkpointer: BaseCheckpointSaver, *, thread_id: str, tag: str,
+              everywhere: bool = True) -> LostWork:
+    """Read back what the segment tagged ``tag`` checkpointed before its worker died.
+
+    Its messages are the AI messages in its latest checkpoint that were not in the state
+    it started from: its first checkpoint's parent; or, when that first checkpoint holds
+    the segment's input (``source: input``), the next one, where the input is applied
+    and no node has run yet (the input's messages are not the agent's output).
+    ``everywhere``: messages in any channel (what LangGraph's ``messages`` stream mode
+    passes on), else only the ``messages`` channel (what the mapper reads from node
+    updates)."""
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    # Newest first; a segment has a checkpoint per step, read only on a takeover.
+    saved = list(checkpointer.list(config, filter={SEGMENT_KEY: tag}))
+    if not saved:
+        return LostWork()
+    first = saved[-1]
+    if (first.metadata or {}).get("source") == "input":
+        if len(saved) < 2:
+            return LostWork(started=True)  # no node ran
+        before = saved[-2].checkpoint["channel_values"]
+    elif first.parent_config:
+        parent = checkpointer.get_tuple(first.parent_config)
+        before = parent.checkpoint["channel_values"] if parent else {}
+    else:
+        before = {}
+    known = _ai_messages(before, everywhere)
+    ids = {m.id for m in known if m.id}
+    new = [m for m in _ai_messages(saved[0].checkpoint["channel_values"], everywhere)
+           if (m.id not in ids if m.id else m not in known)]
+    reader = EventMapper("")  # the same text the live mapper would have given
+    for message in new:
+        reader.on_message(message)
+    return LostWork(started=True, text=reader.text)
+
+
+def _ai_messages(values: dict[str, Any], everywhere: bool) -> list[AIMessage]:
+    found: list[AIMessage] = []
+    for key, value in values.items():
+        if key.startswith("__") or ":" in key or (not everywhere and key != "messages"):
+            continue  # LangGraph's own channels (as ``checkpointer.thread_values``)
+        for item in (value if isinstance(value, (list, tuple)) else [value]):
+            if isinstance(item, AIMessage):
+                found.append(item)
+    return found
+
+
+def reopen(run_id: str, *, thread_id: str, message_id: str = "") -> Reopened:
     """Events that let a taken-over segment publish on: closers of what the lost worker
-    left open, or ``RUN_STARTED`` if no AG-UI run is open on the channel."""
+    left open, or ``RUN_STARTED`` if no AG-UI run is open on the channel; with the text
+    the open run already carried for ``message_id``."""
     try:
         last = _last_run(run_channel(run_id))
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
@@ -33,13 +119,16 @@ def reopen(run_id: str, *, thread_id: str) -> list[BaseEvent]:
                     run_id, exc)
         last = None
     if last is None:
-        return [run_started(thread_id=thread_id, run_id=run_id)]
+        return Reopened([run_started(thread_id=thread_id, run_id=run_id)])
+    published: list[str] = []
     texts: list[str] = []
     tools: list[str] = []
     steps: list[str] = []
     for event in last[1:]:
         kind = event.get("type")
-        if kind == "TEXT_MESSAGE_START":
+        if kind == "TEXT_MESSAGE_CONTENT" and event.get("messageId") == message_id:
+            published.append(event.get("delta") or "")
+        elif kind == "TEXT_MESSAGE_START":
             texts.append(event["messageId"])
         elif kind == "TEXT_MESSAGE_END" and event.get("messageId") in texts:
             texts.remove(event["messageId"])
@@ -51,8 +140,8 @@ def reopen(run_id: str, *, thread_id: str) -> list[BaseEvent]:
             steps.append(event["stepName"])
         elif kind == "STEP_FINISHED" and event.get("stepName") in steps:
             steps.remove(event["stepName"])
-    return ([text_end(m) for m in texts] + [tool_call_end(t) for t in tools]
-            + [step_finished(s) for s in steps])
+    return Reopened([text_end(m) for m in texts] + [tool_call_end(t) for t in tools]
+                    + [step_finished(s) for s in steps], "".join(published))
 
 
 def _last_run(channel: str) -> list[dict[str, Any]] | None:

@@ -48,6 +48,12 @@ register(Agent(name="faulty", version="1", description="raises after one answer 
 register(Agent(name="slow_counted", version="1", description="slow steps (tests only)",
                input_model=SlowInput, builder="tests.slow_agents.build",
                initial_state="tests.slow_agents.initial_state"))
+# The last step writes the run's final text (tests/summary_agents.py), streamed as model
+# tokens would be or read from the nodes' updates.
+for _name, _tokens in (("lost_summary", True), ("lost_summary_updates", False)):
+    register(Agent(name=_name, version="1", description="final text in the last step (tests)",
+                   input_model=SlowInput, builder="tests.summary_agents.build",
+                   initial_state="tests.summary_agents.initial_state", model_tokens=_tokens))
 
 # One question whose kind and policy come from the run's input, and the same question
 # under agent policies (tests/policy_agents.py).

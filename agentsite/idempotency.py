@@ -4,27 +4,30 @@ still runs is a 409 ``idempotency_in_progress``. Keys are per user and kept for 
 Stripe's); the decision service's row locks still guarantee that an answer is consumed once
 whatever clients send.
 
-Keys live in Postgres, next to the changes they guard: a request that committed is
-replayed after any Redis failure. Claiming a key, storing its answer and releasing it
-are each one short statement of their own, never around the view's transaction, and the
-last two are compare-and-set on the claiming request's token: a request that lost its key
-(it ran longer than ``IN_PROGRESS_SECONDS`` and another took over) never overwrites it.
+Keys live in Postgres, and a keyed request is one transaction: taking the key, the view's
+work and its stored answer commit together. After a crash (web process killed, connection
+lost) either nothing of the request committed, and a retry runs it once, or all of it did,
+and a retry replays the answer: never a second run of a request that committed. The view's
+services nest inside (their ``atomic`` blocks become savepoints) and their ``on_commit``
+publishes and tasks fire after that one commit.
+
+A request holds its key with a transaction-scoped Postgres advisory lock, taken without
+waiting: a concurrent retry is a 409 at once rather than a connection blocked on the first
+request, and the lock goes with the first request's transaction however that ends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,11 +36,10 @@ from rest_framework.utils.encoders import JSONEncoder
 from agentsite.errors import Conflict, InvalidInput, ServiceError
 from agentsite.models import IdempotencyKey
 
-log = logging.getLogger(__name__)
-
 HEADER = "Idempotency-Key"
 KEEP_SECONDS = 24 * 3600
-# A request that died mid-way must not block its key forever.
+# Only rows written before keys were taken in the request's transaction have no answer
+# (status null): such a row blocks its key this long, then it is taken over.
 IN_PROGRESS_SECONDS = 60
 
 
@@ -56,62 +58,55 @@ def _check_key(key: str) -> None:
                            code="invalid_idempotency_key", fields={HEADER: ["invalid"]})
 
 
-@dataclass(frozen=True)
-class Claim:
-    pk: int
-    token: uuid.UUID
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
-def claim(user_id: int, key: str, fp: str) -> Claim | Response:
-    """Take the key for one request, or answer for it: a replay, a 409 or a 422 (raised)."""
-    key_hash = hashlib.sha256(key.encode()).hexdigest()
-    token, now = uuid.uuid4(), timezone.now()
-    if random.random() < 0.01:  # keep the table to about a day of keys
-        IdempotencyKey.objects.filter(claimed_at__lt=now - timedelta(seconds=KEEP_SECONDS),
-                                      status__isnull=False).delete()
-    try:
-        with transaction.atomic():
-            row = IdempotencyKey.objects.create(user_id=user_id, key_hash=key_hash,
-                                                fingerprint=fp, token=token)
-        return Claim(row.pk, token)
-    except IntegrityError:
-        pass
-    row = IdempotencyKey.objects.filter(user_id=user_id, key_hash=key_hash).first()
-    if row is None:  # released between our INSERT and SELECT: ask the client to retry
-        raise Conflict("retry the request", code="idempotency_in_progress")
-    age = (now - row.claimed_at).total_seconds()
-    expired = age > KEEP_SECONDS
-    abandoned = row.status is None and age > IN_PROGRESS_SECONDS
-    if not (expired or abandoned):
-        if row.fingerprint != fp:
-            raise ServiceError(f"this {HEADER} was used with a different request body",
-                               code="idempotency_key_reused", status=422)
-        if row.status is None:
-            raise Conflict(f"a request with this {HEADER} is still in progress",
-                           code="idempotency_in_progress")
-        return Response(row.body, status=row.status, headers={"Idempotent-Replayed": "true"})
-    # Take over an expired key or one whose request died: compare-and-set on its token.
-    taken = IdempotencyKey.objects.filter(pk=row.pk, token=row.token).update(
-        token=token, fingerprint=fp, status=None, body=None, claimed_at=now)
-    if not taken:
+def _lock_id(user_id: int, hashed: str) -> int:
+    # 64 bits of the user and key: a collision only answers a 409 to an unrelated request
+    # that overlaps in time.
+    digest = hashlib.sha256(f"idempotency {user_id} {hashed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def hold(user_id: int, hashed: str, fp: str, now: datetime) -> IdempotencyKey | None | Response:
+    """Inside the request's transaction: take the key until that transaction ends, or answer
+    for it (a replay; a 409 or 422 raised). Returns the stored row to overwrite (expired, or
+    abandoned before this scheme) or None (a new key)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s::bigint)", [_lock_id(user_id, hashed)])
+        (locked,) = cursor.fetchone()
+    if not locked:
         raise Conflict(f"a request with this {HEADER} is still in progress",
                        code="idempotency_in_progress")
-    return Claim(row.pk, token)
+    row = (IdempotencyKey.objects.select_for_update()
+           .filter(user_id=user_id, key_hash=hashed).first())
+    if row is None:
+        return None
+    age = (now - row.claimed_at).total_seconds()
+    if age > KEEP_SECONDS or (row.status is None and age > IN_PROGRESS_SECONDS):
+        return row
+    if row.fingerprint != fp:
+        raise ServiceError(f"this {HEADER} was used with a different request body",
+                           code="idempotency_key_reused", status=422)
+    if row.status is None:
+        raise Conflict(f"a request with this {HEADER} is still in progress",
+                       code="idempotency_in_progress")
+    return Response(row.body, status=row.status, headers={"Idempotent-Replayed": "true"})
 
 
-def store(held: Claim, response: Response) -> bool:
-    """Record the answer if this request still holds the key; False if it lost it."""
+def store(row: IdempotencyKey | None, *, user_id: int, hashed: str, fp: str, now: datetime,
+          response: Response) -> None:
+    """Inside the request's transaction, with the key held: record its answer."""
     body = json.loads(json.dumps(response.data, cls=JSONEncoder))
-    stored = IdempotencyKey.objects.filter(pk=held.pk, token=held.token).update(
-        status=response.status_code, body=body)
-    if not stored:
-        log.warning("idempotency key %s was taken over before this request ended", held.pk)
-    return bool(stored)
-
-
-def release(held: Claim) -> None:
-    """Let the client retry with the same key (nothing was done, or a crash)."""
-    IdempotencyKey.objects.filter(pk=held.pk, token=held.token, status__isnull=True).delete()
+    if row is None:
+        IdempotencyKey.objects.create(user_id=user_id, key_hash=hashed, fingerprint=fp,
+                                      token=uuid.uuid4(), status=response.status_code,
+                                      body=body, claimed_at=now)
+        return
+    row.fingerprint, row.token, row.claimed_at = fp, uuid.uuid4(), now
+    row.status, row.body = response.status_code, body
+    row.save(update_fields=["fingerprint", "token", "claimed_at", "status", "body"])
 
 
 def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
@@ -124,22 +119,27 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
             return view(self, request, *args, **kwargs)
         _check_key(key)
         # Parses the body first: bad JSON is a 400 here and takes no key.
-        held = claim(request.user.pk, key, fingerprint(request.method, request.path,
-                                                       request.data))
-        if isinstance(held, Response):
-            return held
-        try:
-            response = view(self, request, *args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - errors are answers too, and are replayed
+        fp = fingerprint(request.method, request.path, request.data)
+        user_id, hashed, now = request.user.pk, key_hash(key), timezone.now()
+        if random.random() < 0.01:  # keep the table to about a day of keys
+            IdempotencyKey.objects.filter(claimed_at__lt=now - timedelta(seconds=KEEP_SECONDS),
+                                          status__isnull=False).delete()
+        with transaction.atomic():
+            row = hold(user_id, hashed, fp, now)
+            if isinstance(row, Response):
+                return row
             try:
+                response = view(self, request, *args, **kwargs)
+            except DatabaseError as exc:
+                # The transaction may be unusable: keep nothing, the retry runs anew.
+                transaction.set_rollback(True)
+                return self.handle_exception(exc)
+            except Exception as exc:  # noqa: BLE001 - errors are answers too, and are replayed
                 response = self.handle_exception(exc)
-            except Exception:
-                release(held)
-                raise
-        if response.status_code >= 500:
-            release(held)
-            return response
-        store(held, response)
+            if response.status_code >= 500:
+                transaction.set_rollback(True)  # nothing kept: the retry runs anew
+                return response
+            store(row, user_id=user_id, hashed=hashed, fp=fp, now=now, response=response)
         return response
 
     return wrapper

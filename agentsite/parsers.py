@@ -5,11 +5,14 @@ nesting deeper than ``MAX_DEPTH`` (deep JSON exhausts Python's recursion in ever
 later step), NUL characters (Postgres text cannot hold them), lone UTF-16 surrogates
 (not valid Unicode; jsonb rejects them) and NaN / Infinity (not JSON). A body over
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` raises Django's ``RequestDataTooBig`` (a 413).
+``check_value`` also checks what the HTML forms parse (JSON editors: ``hitl.cards``,
+the chat pages' new-chat form); their raw fields pass ``agentsite.form_guard``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -52,6 +55,10 @@ def check_value(data: Any, max_depth: int = MAX_DEPTH) -> None:
                 raise InvalidInput(f"A string {problem}.", code="invalid_string",
                                    fields={path or "body": [problem]})
             continue
+        if isinstance(value, float) and not math.isfinite(value):
+            # Only JSON parsed elsewhere (a form's JSON editor) gets here: loads() refuses it.
+            raise InvalidInput("NaN and Infinity are not JSON numbers.", code="invalid_number",
+                               fields={path or "body": ["not a finite number"]})
         if not isinstance(value, (dict, list)):
             continue
         if depth > max_depth:

@@ -95,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Pages and admin: NUL, lone surrogates, oversized fields, bad action ids -> 400.
+    "agentsite.form_guard.FormGuardMiddleware",
 ]
 
 ROOT_URLCONF = "agentsite.urls"
@@ -271,6 +273,8 @@ AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
 # Largest interrupt answer accepted (bytes of compact JSON); answers are copied into the
 # checkpoint and the conversation's messages.
 ANSWER_MAX_BYTES = env_int("ANSWER_MAX_BYTES", 256 * 1024)
+# Largest value of any other field of a page or admin form (agentsite.form_guard).
+FORM_FIELD_MAX_BYTES = env_int("FORM_FIELD_MAX_BYTES", 64 * 1024)
 # /healthz counts queued / running / resuming runs not updated for this long as overdue.
 RUN_OVERDUE_SECONDS = env_int("RUN_OVERDUE_SECONDS", 300)
 # Connections the checkpointer pool may hold per process.

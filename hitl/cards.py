@@ -265,10 +265,20 @@ def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any, surfac
     the card turns read-only and says why), and whether to show the posted values again.
     """
     from agentsite.errors import InvalidInput, ServiceError
+    from agentsite.limits import check_answer_size
+    from agentsite.parsers import MAX_DEPTH, check_value
     from hitl.decide import CancelsRun, interrupt_decide
 
     try:
-        status, answer = answer_from_post(interrupt, data)
+        try:
+            status, answer = answer_from_post(interrupt, data)
+        except RecursionError:  # a JSON editor's text nested past what json can parse
+            raise InvalidInput("nested too deep", fields={
+                "payload": [f"JSON is nested deeper than {MAX_DEPTH} levels"]}) from None
+        # What the API's JSON parser and serializer refuse, refused here too (a JSON
+        # editor's "\u0000", NaN, a 2 MB answer): a 400 on the card, nothing recorded.
+        check_value(answer)
+        check_answer_size(answer)
         try:
             interrupt_decide(actor=actor, run_id=interrupt.run_id,
                              interrupt_id=interrupt.interrupt_id, payload=answer,

@@ -8,6 +8,7 @@ every surface, but not write in it; anyone else gets a 404.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -22,6 +23,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from agentsite.errors import Conflict, InvalidInput, ServiceError
+from agentsite.parsers import MAX_DEPTH, check_value
 from execution.lifecycle import run_cancel
 from hitl import policies
 from hitl.cards import card_context, decide_from_post
@@ -299,7 +301,7 @@ def new_chat(request: HttpRequest, agent: str | None = None) -> HttpResponse:
     message = ""
     if request.method == "POST":
         message = (request.POST.get("message") or "").strip()
-        data, errors = input_from_post(schema, request.POST)
+        data, errors = _input_from_post(schema, request.POST)
         values = {k: request.POST.get(k, "") for k in (schema.get("properties") or {})}
         if not errors:
             try:
@@ -318,6 +320,22 @@ def new_chat(request: HttpRequest, agent: str | None = None) -> HttpResponse:
         "agents": agents, "agent": spec, "fields": input_fields(schema, values, errors),
         "errors": errors.get("__all__", []) + errors.get("input", []), "message": message,
     }, status=400 if errors else 200)
+
+
+def _input_from_post(schema: dict[str, Any], post: Any) -> tuple[dict[str, Any], dict]:
+    """The new-chat form's input, checked as the API's JSON parser checks a body (a JSON
+    field's "\\u0000", NaN, deep nesting): (input, errors by field)."""
+    try:
+        data, errors = input_from_post(schema, post)
+        if not errors:
+            check_value(data)
+    except RecursionError:  # a JSON field nested past what json can parse
+        return {}, {"__all__": [f"JSON is nested deeper than {MAX_DEPTH} levels."]}
+    except InvalidInput as err:
+        # Shown beside the form's field the bad place is in ("steps[2].title" -> "steps").
+        return {}, {re.split(r"[.\[]", k, maxsplit=1)[0]: [f"{k}: {m}" for m in v]
+                    for k, v in (err.fields or {}).items()}
+    return data, errors
 
 
 @login_required

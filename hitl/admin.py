@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import unquote
@@ -30,6 +32,7 @@ from django.utils.http import urlencode
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
+from agentsite.form_guard import check_items
 from execution.lifecycle import run_cancel
 from hitl.assign import interrupt_assign
 from hitl.cards import article, card_context, decide_from_post
@@ -40,6 +43,8 @@ from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
 from runs import registry
 from runs.models import Message
+
+log = logging.getLogger(__name__)
 
 PENDING = AgentInterrupt.Status.PENDING
 SURFACE = "admin"
@@ -474,18 +479,42 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             # Shown once, on the card (focused, tied to its field): no second message.
             return errors, request.POST if keep else None
         self.message_user(request, f"Answered: {obj.message or obj.kind}", messages.SUCCESS)
-        if request.GET.get(AFTER, "next") == "next":
+        return HttpResponseRedirect(self._after_decision(request, obj))
+
+    def _after_decision(self, request: HttpRequest, obj: AgentInterrupt) -> str:
+        """Where to go once the answer is committed: the next pending interrupt of the queue
+        as the reviewer filtered it ("decide and next"), else that queue.
+
+        Nothing here may turn the response into an error: the answer is recorded, and a
+        500 would say otherwise (a reviewer would answer again, or think it lost). A filter
+        the queue refuses (an unknown field or value, a NUL) falls back to the whole queue.
+        """
+        want_next = request.GET.get(AFTER, "next") == "next"
+        if not want_next and not request.GET.get("_changelist_filters"):
+            return self._changelist_url(request)
+        try:
+            # Also when going back to the queue: it checks the filter the queue link keeps.
             following = self._next_pending(request, after=obj)
-            if following is not None:
-                url = reverse("admin:hitl_agentinterrupt_change", args=[following.pk])
-                return HttpResponseRedirect(url + "?" + urlencode(
-                    {k: v for k, v in request.GET.items() if k in (AFTER, "_changelist_filters")}))
-        return HttpResponseRedirect(self._changelist_url(request))
+        except Exception:  # noqa: BLE001 - whatever the filter does, the answer stands
+            log.warning("decide page: the queue filter %r was refused; back to the whole "
+                        "queue", request.GET.get("_changelist_filters", ""), exc_info=True)
+            self.message_user(request, "The queue's filter was not valid: showing the whole "
+                              "queue.", messages.WARNING)
+            return reverse("admin:hitl_agentinterrupt_changelist")
+        if following is not None and want_next:
+            url = reverse("admin:hitl_agentinterrupt_change", args=[following.pk])
+            return url + "?" + urlencode(
+                {k: v for k, v in request.GET.items() if k in (AFTER, "_changelist_filters")})
+        return self._changelist_url(request)
 
     def _next_pending(self, request: HttpRequest, *, after: AgentInterrupt) -> Any:
-        """The oldest pending interrupt of the queue as the reviewer had filtered it."""
+        """The oldest pending interrupt of the queue as the reviewer had filtered it; raises
+        when the filter is not one the queue takes (so the queue link is not given either)."""
+        filters = QueryDict(request.GET.get("_changelist_filters", ""))
+        check_items(filters.lists(), settings.FORM_FIELD_MAX_BYTES,
+                    where="_changelist_filters.")
         listing = copy.copy(request)
-        listing.GET = QueryDict(request.GET.get("_changelist_filters", ""))
+        listing.GET = filters
         listing.method = "GET"
         queue = self.get_changelist_instance(listing).get_queryset(listing)
         return queue.filter(status=PENDING).exclude(pk=after.pk).first()

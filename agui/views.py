@@ -50,8 +50,16 @@ from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
 from agentsite.token_auth import TokenAuthentication
 from agui import outcomes
-from agui.events import run_error, run_started, state_without_messages
-from agui.relay import KEEPALIVE, TERMINAL, RunEvents, Wire, relay_segment
+from agui.events import run_started, state_without_messages
+from agui.relay import (
+    KEEPALIVE,
+    TERMINAL,
+    RunEvents,
+    Wire,
+    check_truth,
+    fetch_truth,
+    relay_segment,
+)
 from execution.checkpointer import thread_values
 from execution.lifecycle import interrupts_answer
 from hitl.decide import Answer
@@ -262,10 +270,6 @@ def _checkpoint_state(conversation: Conversation) -> dict[str, Any]:
     return state_without_messages(thread_values(conversation.thread_id))
 
 
-def _run_status(run_id: str) -> str | None:
-    return AgentRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-
-
 async def _live_start(events: RunEvents) -> int:
     """For connect to a live run: where its current segment begins in the store."""
     top = await events.counter()
@@ -286,15 +290,14 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
         yield _encoder.encode(event)
     if not plan.live:
         return
-    check = _db_step(_run_status)
     ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
     async with RunEvents(plan.run_id) as events:
         after = plan.after if plan.after >= 0 else await _live_start(events)
+        # Lost events (Redis was down when the segment ended): the run's true state from
+        # the database, the same events a pause or a connect gives, never an error.
         async for item in relay_segment(
-                events, after=after, check_status=lambda: check(plan.run_id),
-                started=lambda: run_started(**ids),
-                lost=lambda status: run_error(
-                    message=f"run is {status} and its events are gone", code="events_lost")):
+                events, after=after, check=lambda: check_truth(plan.run_id),
+                truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
             if item is KEEPALIVE:
                 yield ": keepalive\n\n"
                 continue
@@ -302,7 +305,7 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
                 timing.mark(plan.run_id, "relay_end")
             if isinstance(item, Wire):  # as published: already the encoder's JSON
                 yield f"data: {item.with_ids(**ids) if item.type in _CLIENT_IDS else item.data}\n\n"
-            else:  # made here (started / lost)
+            else:  # made here (started)
                 yield _encoder.encode(item)
 
 

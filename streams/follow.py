@@ -6,6 +6,13 @@ reader, ``streams.pubsub``), then reads the stored events it missed, then follow
 pub/sub; ids drop the overlap and repeats, and a hole in the live ids (two publishers of
 one channel, or pub/sub reconnecting) is filled from the store. Used by the SSE streams
 (``streams.sse``) and the AG-UI relay (``agui.relay``). Nothing here touches Postgres.
+
+What the store cannot give is said with a ``None`` (time for the caller's watchdog to
+check the run in the database), yielded soon, not after a long quiet spell: after the
+pub/sub reader reconnected (what was published meanwhile may never have been stored: a
+publisher's Redis was down too), when stored ids are missing (expired or lost), and
+while the store cannot be read at all (Redis down: the stream stays open, and the
+watchdog works from the database alone).
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+
+from redis.exceptions import RedisError
 
 from streams.keys import counter_key, event_key
 from streams.pubsub import reader
@@ -33,6 +42,8 @@ class ChannelEvents:
         self.reader = reader()
         self.client = self.reader.client
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.missing = 0  # stored ids found missing (expired, or lost with Redis's data)
+        self.unreadable = False  # the last store read failed (Redis down)
 
     def wrap(self, data: str) -> Any:
         return data
@@ -43,6 +54,11 @@ class ChannelEvents:
             self.queue.put_nowait(body)
 
     def on_subscribed(self) -> None:
+        self.queue.put_nowait(CATCH_UP)
+
+    def on_lost(self) -> None:
+        # The connection dropped: what is published until the reader is back is in the
+        # store only, if anywhere. Wake the follower now, not after its quiet spell.
         self.queue.put_nowait(CATCH_UP)
 
     async def __aenter__(self) -> ChannelEvents:
@@ -58,7 +74,8 @@ class ChannelEvents:
         return int(await self.client.get(counter_key(self.channel)) or 0)
 
     async def stored(self, first: int, last: int) -> list[tuple[int, Any]]:
-        """Stored events with ids first..last (expired ones are skipped)."""
+        """Stored events with ids first..last (expired ones are skipped; ``missing``
+        counts them)."""
         if last < first:
             return []
         keys = [event_key(self.channel, i) for i in range(first, last + 1)]
@@ -67,7 +84,20 @@ class ChannelEvents:
                                  strict=True):
             if raw is not None:
                 out.append((event_id, self.wrap(json.loads(raw)["data"])))
+        self.missing += last - first + 1 - len(out)
         return out
+
+    async def store_after(self, last: int, upto: int | None = None) -> list[tuple[int, Any]]:
+        """Stored events after ``last`` (up to ``upto``, else the counter); on a Redis
+        error none, and ``unreadable`` is set: the caller tries again later."""
+        try:
+            top = await self.counter() if upto is None else upto
+            found = await self.stored(last + 1, top)
+        except (RedisError, OSError):
+            self.unreadable = True
+            return []
+        self.unreadable = False
+        return found
 
     async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
                      keepalive: float = 15.0,
@@ -75,16 +105,24 @@ class ChannelEvents:
         """Events with id > ``after``: stored first, then live. Yields ``None`` after
         ``idle`` seconds without an event (for the caller's watchdog; each further quiet
         spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
-        is not polled every second) and ``KEEPALIVE`` every ``keepalive`` seconds of
-        silence. ``flushes``: also yield ``FLUSH`` whenever no event is waiting, so a
-        caller can write a burst (one commit's events) in one send."""
+        is not polled every second), and also at once, with the next waits back to
+        ``idle``, when events may be lost (module docstring). ``KEEPALIVE`` every
+        ``keepalive`` seconds of silence. ``flushes``: also yield ``FLUSH`` whenever no
+        event is waiting, so a caller can write a burst (one commit's events) in one send."""
         last = after
-        for item in await self.stored(last + 1, await self.counter()):
+        missing = self.missing
+        for item in await self.store_after(last):
             last = item[0]
             yield item
         quiet_since = time.monotonic()
         wait = idle
+        suspect = self.unreadable or self.missing > missing
         while True:
+            if suspect:
+                # Events may be gone: the watchdog looks now, and soon again.
+                suspect = False
+                wait = idle
+                yield None
             if flushes and self.queue.empty():
                 yield FLUSH  # type: ignore[misc]
             try:
@@ -98,23 +136,31 @@ class ChannelEvents:
                     yield KEEPALIVE  # type: ignore[misc]
                 # A quiet spell: look at the store too (the listener may have been
                 # reconnecting), then let the caller check the run.
-                for item in await self.stored(last + 1, await self.counter()):
+                missing = self.missing
+                for item in await self.store_after(last):
                     last = item[0]
                     yield item
+                if self.missing > missing:
+                    wait = idle
                 yield None
                 continue
+            missing = self.missing
             if body is CATCH_UP:
-                for item in await self.stored(last + 1, await self.counter()):
+                # (Re)subscribed, or the connection dropped: read the store, and have the
+                # run checked (the store lacks what was published while Redis was down).
+                for item in await self.store_after(last):
                     last = item[0]
                     yield item
+                suspect = True
                 continue
             event_id = int(body["pub_id"])
             if event_id <= last:
                 continue
             if event_id > last + 1:
-                for item in await self.stored(last + 1, event_id - 1):
+                for item in await self.store_after(last, event_id - 1):
                     last = item[0]
                     yield item
+                suspect = self.unreadable or self.missing > missing
             last = event_id
             quiet_since = time.monotonic()
             yield event_id, self.wrap(body["data"])

@@ -2,9 +2,10 @@
 open stream: SSE (``streams.sse``) and AG-UI (``agui.relay``).
 
 It subscribes to ``PUBSUB_CHANNEL``, hands each message to its listeners, and when the
-connection drops it reconnects. After every (re)subscription it tells the listeners,
-so each open stream re-reads the store from its last id: what was published while
-nobody listened is in the store only.
+connection drops it tells them (once per drop) and reconnects. After every
+(re)subscription it tells the listeners, so each open stream re-reads the store from its
+last id: what was published while nobody listened is in the store only, and what was
+published while Redis was down is nowhere (each stream's watchdog then checks the run).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class Listener(Protocol):
     def on_subscribed(self) -> None:
         """The reader (re)subscribed: anything published meanwhile is in the store only."""
 
+    def on_lost(self) -> None:
+        """The connection dropped (told once, not at every failed reconnect)."""
+
 
 class Reader:
     def __init__(self) -> None:
@@ -46,6 +50,7 @@ class Reader:
         self.listeners: set[Listener] = set()
         self.task: asyncio.Task | None = None
         self.ready = asyncio.Event()
+        self.connected = False
 
     def add(self, listener: Listener) -> None:
         self.listeners.add(listener)
@@ -68,6 +73,7 @@ class Reader:
                 async for message in pubsub.listen():
                     if message["type"] == "subscribe":
                         self.ready.set()
+                        self.connected = True
                         self._tell(lambda li: li.on_subscribed())
                     elif message["type"] == "message":
                         body = json.loads(message["data"])
@@ -77,6 +83,9 @@ class Reader:
             except Exception:  # noqa: BLE001 - reconnect whatever broke the connection
                 log.warning("event pub/sub connection lost; reconnecting", exc_info=True)
                 self.ready.set()  # never leave a waiter hanging; it reads the store instead
+                if self.connected:
+                    self.connected = False
+                    self._tell(lambda li: li.on_lost())
                 await asyncio.sleep(RECONNECT_WAIT)
             finally:
                 try:

@@ -15,6 +15,17 @@ then re-reads the store). Authentication (DRF: token or session) and access are 
 before the response starts: anonymous → 401, someone else's run → 404, never a 200 that
 then fails; access is checked again every ``RECHECK_AFTER`` seconds while the stream is
 open. An open stream holds no database connection.
+
+A run's stream has the AG-UI relay's watchdog (``agui.relay.RunWatch``): when no event
+comes for a while, or the store says events may be lost (Redis was down, ids missing),
+it checks the run in the database, and when what the client was told is wrong twice in
+a row (a segment paused or finished while Redis was down, so its events were never
+stored) it sends the run's true state: the open AG-UI run closed (or a new RUN_STARTED),
+STATE_SNAPSHOT, MESSAGES_SNAPSHOT and RUN_FINISHED (a paused run: with its interrupts)
+or, for a failed run, RUN_ERROR. Those events are not stored, so their ids are
+``<channel>:<n>.<k>``: after stored event ``n`` and before ``n + 1`` for events.js (which
+drops an id it has seen and reopens on a skipped number); ``Last-Event-ID`` with one
+resumes after ``n``.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
+from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
 from streams.follow import FLUSH, KEEPALIVE, ChannelEvents
@@ -65,12 +77,11 @@ def last_event_id(request: Request, channel: str) -> int | None:
         if not sep or not name:
             raise ValidationError({"Last-Event-ID": ["failed to parse"]})
         if unquote(name) == channel:
-            try:
-                found = int(number)
-            except ValueError:
-                raise ValidationError({"Last-Event-ID": ["not an event id"]}) from None
-            if found < 0:
+            # ``<n>.<k>``: an event sent after stored event n (the run's true state).
+            whole, dot, sub = number.partition(".")
+            if not whole.isdigit() or (dot and not sub.isdigit()):
                 raise ValidationError({"Last-Event-ID": ["not an event id"]})
+            found = int(whole)
     return found
 
 
@@ -88,16 +99,20 @@ def _still_allowed(user: Any, channel: str) -> bool:
         release_db_connections()
 
 
-async def channel_stream(user: Any, channel: str, after: int | None) -> AsyncIterator[str]:
-    """The SSE text of ``channel``: events after ``after`` (None: from now on)."""
+async def channel_stream(user: Any, channel: str, after: int | None,
+                         run_id: str | None = None) -> AsyncIterator[str]:
+    """The SSE text of ``channel``: events after ``after`` (None: from now on).
+    ``run_id``: the channel is that run's, watched (module docstring)."""
     yield OPENING
     check = sync_to_async(_still_allowed)
     checked_at = time.monotonic()
     quoted = quote(channel)
     burst: list[str] = []
-    async with ChannelEvents(channel) as events:
+    watch = RunWatch() if run_id is not None else None
+    async with (RunEvents(run_id) if run_id is not None else ChannelEvents(channel)) as events:
         if after is None:
             after = await events.counter()
+        began, last, sent = after, after, 0  # sent: events made here since stored event last
         async for item in events.follow(after=after, idle=5.0, idle_max=30.0,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):
             if item is FLUSH:  # nothing more waiting: a burst goes in one send
@@ -117,9 +132,32 @@ async def channel_stream(user: Any, channel: str, after: int | None) -> AsyncIte
                     return
                 checked_at = time.monotonic()
             if item is None:
+                if watch is not None:
+                    for event in await _watchdog(watch, events, run_id, began):
+                        sent += 1
+                        burst.append(sse_event("message", event.data,
+                                               event_id=f"{quoted}:{last}.{sent:03d}"))
                 continue
-            event_id, data = item
-            burst.append(sse_event("message", data, event_id=f"{quoted}:{event_id}"))
+            last, sent = item[0], 0
+            data = item[1]
+            if watch is not None:
+                watch.saw(data)
+                data = data.data
+            burst.append(sse_event("message", data, event_id=f"{quoted}:{last}"))
+
+
+async def _watchdog(watch: RunWatch, events: RunEvents, run_id: str, began: int) -> list[Any]:
+    """The run's true state if what the client was told is wrong (twice in a row), else
+    nothing. A stream that began after stored event ``began`` first learns, once, what
+    the client had been told before it (the store, read only when needed)."""
+    truth = await check_truth(run_id)
+    if began and watch.since is not None and not watch.agrees(truth):
+        earlier = await events.store_after(0, began)
+        if not events.unreadable:  # else the next check tries again
+            watch.seed([event for _, event in earlier])
+    if watch.strike(truth):
+        return watch.bridge(await fetch_truth(run_id))
+    return []
 
 
 LAST_EVENT_ID = OpenApiParameter(
@@ -145,18 +183,18 @@ class EventStreamView(APIView):
         # text/event-stream); a stream is a StreamingHttpResponse DRF does not render.
         return JSONRenderer(), JSONRenderer.media_type
 
-    def open_stream(self, request: Request, channel: str, *,
-                    from_start: bool) -> StreamingHttpResponse:
+    def open_stream(self, request: Request, channel: str, *, from_start: bool,
+                    run_id: str | None = None) -> StreamingHttpResponse:
         for name in PROXY_PARAMS:
             if name in request.query_params:
                 raise ValidationError({name: ["not supported"]})
         after = last_event_id(request, channel)
         if after is None and from_start:
             after = 0  # from the first stored event
-        # The stream touches the database only to check access again (and gives that
-        # connection back itself).
+        # The stream touches the database only to check access again and, for a run, its
+        # watchdog's checks (each gives its connection back itself).
         release_db_connections()
-        response = StreamingHttpResponse(channel_stream(request.user, channel, after),
+        response = StreamingHttpResponse(channel_stream(request.user, channel, after, run_id),
                                          content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
@@ -174,7 +212,7 @@ class RunEventsView(EventStreamView):
         channel = run_channel(run_id)
         if not may_read(request.user, channel):
             raise NotFound("run not found")
-        return self.open_stream(request, channel, from_start=True)
+        return self.open_stream(request, channel, from_start=True, run_id=str(run_id))
 
 
 class QueueEventsView(EventStreamView):

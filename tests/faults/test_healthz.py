@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from runs.models import AgentRun
@@ -79,8 +80,12 @@ def test_overdue_runs_are_counted_and_fail_strict(api, live):
     AgentRun.objects.filter(pk=run["id"]).update(status="running", updated_at=long_ago,
                                                   lease_expires_at=long_ago)
     try:
-        plain = httpx.get(f"{live['base_url']}/healthz", timeout=10)
-        strict = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)
+        # Held locked meanwhile: the worker's reaper (every 5 s, skip_locked) would hand the
+        # lapsed segment over and it would stop being overdue between update and GETs.
+        with transaction.atomic():
+            AgentRun.objects.select_for_update().get(pk=run["id"])
+            plain = httpx.get(f"{live['base_url']}/healthz", timeout=10)
+            strict = httpx.get(f"{live['base_url']}/healthz?strict", timeout=10)
     finally:
         AgentRun.objects.filter(pk=run["id"]).update(status="paused")
     assert plain.status_code == 200 and plain.json()["runs_overdue"] == 1

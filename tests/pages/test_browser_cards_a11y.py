@@ -5,8 +5,10 @@ the chat header."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from tests.pages.test_browser import PENDING, pending_card, start_chat
@@ -114,18 +116,23 @@ def test_running_page_without_javascript_reloads_itself(login_as, users):
 
     conversation = Conversation.objects.create(owner=users["owner"], agent="showcase",
                                                title="working")
-    AgentRun.objects.create(owner=users["owner"], conversation=conversation, agent="showcase",
-                            agent_version="1", thread_id=str(conversation.id),
-                            status="running")
-    page = login_as("owner", javascript=False)
-    page.goto(f"/c/{conversation.id}/")
-    expect(page.locator("#noscript-reload")).to_be_visible()
-    expect(page.locator("#noscript-reload")).to_contain_text("reload")
-    assert page.locator("noscript meta[http-equiv=refresh]").count() == 1
-    # With JavaScript the page follows the run itself: no notice.
-    live = login_as("owner")
-    live.goto(f"/c/{conversation.id}/")
-    expect(live.locator("#noscript-reload")).to_be_hidden()
+    # A live lease, so the worker's reaper leaves the run running for the whole test.
+    run = AgentRun.objects.create(
+        owner=users["owner"], conversation=conversation, agent="showcase", agent_version="1",
+        thread_id=str(conversation.id), status="running", lease_owner="test",
+        lease_expires_at=timezone.now() + timedelta(hours=1))
+    try:
+        page = login_as("owner", javascript=False)
+        page.goto(f"/c/{conversation.id}/")
+        expect(page.locator("#noscript-reload")).to_be_visible()
+        expect(page.locator("#noscript-reload")).to_contain_text("reload")
+        assert page.locator("noscript meta[http-equiv=refresh]").count() == 1
+        # With JavaScript the page follows the run itself: no notice.
+        live = login_as("owner")
+        live.goto(f"/c/{conversation.id}/")
+        expect(live.locator("#noscript-reload")).to_be_hidden()
+    finally:
+        AgentRun.objects.filter(pk=run.pk).update(status="cancelled")
 
 
 def test_chat_header_description_ends_on_a_whole_word(login_as):

@@ -270,6 +270,16 @@ AGENTSITE_AGENT_MODULES = env_list("AGENTSITE_AGENT_MODULES", ["agents.catalog"]
 # Chat model of the agents: a LangChain init_chat_model string (openai:gpt-4o-mini,
 # anthropic:…, ollama:…); empty → the built-in offline model (agents/chat_model.py).
 AGENT_MODEL = env_str("AGENT_MODEL", "").strip()
+# A provider call's timeout and the SDK's own quick retries (passed to the chat model).
+MODEL_TIMEOUT_SECONDS = env_seconds("MODEL_TIMEOUT_SECONDS", 60.0)
+MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 2)
+# After those, a transient provider failure (429, 5xx, timeout, connection reset, a cut or
+# malformed stream) ends the segment and the run waits ``retrying``; it goes on from its
+# last checkpoint after BACKOFF, doubled each time up to BACKOFF_MAX (or the provider's
+# Retry-After), at most MODEL_RUN_RETRIES times per run. Defaults: 10, 20, 40, 80, 160 s.
+MODEL_RUN_RETRIES = env_int("MODEL_RUN_RETRIES", 5)
+MODEL_RETRY_BACKOFF_SECONDS = env_seconds("MODEL_RETRY_BACKOFF_SECONDS", 10.0)
+MODEL_RETRY_BACKOFF_MAX_SECONDS = env_seconds("MODEL_RETRY_BACKOFF_MAX_SECONDS", 300.0)
 # Largest interrupt answer accepted (bytes of compact JSON); answers are copied into the
 # checkpoint and the conversation's messages.
 ANSWER_MAX_BYTES = env_int("ANSWER_MAX_BYTES", 256 * 1024)

@@ -69,11 +69,14 @@ class AgentRun(models.Model):
         CANCELLED = "cancelled"
         # An interrupt's deadline passed with no default answer (hitl policies).
         EXPIRED = "expired"
+        # The model provider failed transiently (or a person asked for a retry): the
+        # segment goes on from its last checkpoint at ``retry_at`` (execution.retries).
+        RETRYING = "retrying"
 
     # Unfinished: at most one per thread.
-    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING)
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING, Status.RETRYING)
     # A worker owes or does work: it will still publish on the run's channel.
-    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING)
+    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING, Status.RETRYING)
     FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
                 Status.CANCELLED, Status.EXPIRED)
 
@@ -104,6 +107,19 @@ class AgentRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # Ended, and its thread's checkpoint history seen to (execution.checkpoint_pruning).
     checkpoints_pruned = models.BooleanField(default=False)
+    # What went wrong, technically (exception and provider answer), for the admin and a
+    # disclosure; ``error`` holds the plain words a person reads.
+    error_detail = models.TextField(blank=True)
+    # Automatic retries after transient provider failures, counted against the run's
+    # budget (MODEL_RUN_RETRIES); while ``retrying``, when the next attempt is due and why.
+    retries = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    retry_reason = models.CharField(max_length=200, blank=True)
+    # Token usage of all the run's segments (``SegmentUsage`` holds each one's).
+    model_name = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    total_tokens = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
@@ -117,7 +133,8 @@ class AgentRun(models.Model):
             # At most one unfinished run per thread: a thread is one line of execution.
             models.UniqueConstraint(
                 fields=["thread_id"],
-                condition=models.Q(status__in=["queued", "running", "paused", "resuming"]),
+                condition=models.Q(status__in=["queued", "running", "paused", "resuming",
+                                                "retrying"]),
                 name="one_active_run_per_thread",
             ),
         ]
@@ -128,6 +145,26 @@ class AgentRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class SegmentUsage(models.Model):
+    """Tokens one segment's model calls used, as LangChain's usage metadata gave them."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="usage")
+    segment = models.PositiveIntegerField()
+    model_name = models.CharField(max_length=200, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    total_tokens = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} segment {self.segment}: {self.total_tokens} tokens"
 
 
 class AuditLog(models.Model):

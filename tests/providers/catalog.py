@@ -1,0 +1,17 @@
+"""Provider test agents, as the registry knows them (metadata only, as
+tests/agent_catalog.py): loaded by the provider web process and worker through
+AGENTSITE_AGENT_MODULES (tests/providers/conftest.py). The graph is in
+tests/providers/agents.py, imported only by the worker.
+"""
+
+from __future__ import annotations
+
+from runs.registry import Agent, register
+from tests.agent_catalog import NoInput
+
+# tests/adopter_agents.py's create_agent + HumanInTheLoopMiddleware agent, on the chat
+# model AGENT_MODEL names (there, a scripted model stands in).
+register(Agent(name="provider_adopter", version="1", input_model=NoInput,
+               description="create_agent + HumanInTheLoopMiddleware on AGENT_MODEL (tests)",
+               builder="tests.providers.agents.adopter_build",
+               initial_state="tests.adopter_agents.messages_state"))

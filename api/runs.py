@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentsite.api_docs import IDEMPOTENCY_KEY, errors
+from agentsite.api_docs import IDEMPOTENCY_KEY, ErrorSerializer, errors
 from agentsite.idempotency import idempotent
 from api.params import choice_param
 from api.serializers import (
@@ -23,12 +28,13 @@ from api.serializers import (
     RunCreateSerializer,
     RunSerializer,
 )
+from execution import lifecycle
 from execution.lifecycle import interrupts_answer, run_cancel
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import pending_interrupts, visible_conversations, visible_runs
 from runs import registry
-from runs.models import AgentRun, Conversation
+from runs.models import AgentRun, Conversation, SegmentUsage
 from runs.services import run_start
 
 
@@ -46,9 +52,17 @@ class AgentListView(APIView):
 def _with_details(runs: QuerySet[AgentRun]) -> QuerySet[AgentRun]:
     # What RunSerializer reads: the owner's name and the interrupts (the pending ones), as
     # ``interrupt_rows``: the attribute the services set on a run they return.
+    # The run's token usage per segment, as ``usage_rows`` (RunSerializer.get_usage).
     return runs.select_related("owner").prefetch_related(
         Prefetch("interrupts", queryset=AgentInterrupt.objects.select_related("decided_by"),
-                 to_attr="interrupt_rows"))
+                 to_attr="interrupt_rows"),
+        Prefetch("usage", queryset=SegmentUsage.objects.order_by("id"), to_attr="usage_rows"))
+
+
+RETRY_CONFLICT = OpenApiResponse(ErrorSerializer, description=(
+    "conflict; `code` is run_not_failed (only a failed run is retried: it is not failed, "
+    "e.g. already retried by someone else), thread_moved_on (a later run exists on the "
+    "thread), or idempotency_in_progress"))
 
 
 @extend_schema_view(
@@ -96,9 +110,9 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         thread_id = str(data["thread_id"]) if data.get("thread_id") else None
         run = run_start(owner=request.user, agent=data["agent"], input=data["input"],
                         message=data["message"], thread_id=thread_id, surface="api")
-        # As the start committed it (a new run has no questions yet): no re-read racing
-        # the segment that has just started.
-        run.interrupt_rows = []
+        # As the start committed it (a new run has no questions and no usage yet): no
+        # re-read racing the segment that has just started.
+        run.interrupt_rows, run.usage_rows = [], []
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ResumeSerializer, parameters=[IDEMPOTENCY_KEY],
@@ -124,6 +138,20 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request: Request, pk: str) -> Response:
         run = run_cancel(actor=request.user, run_id=pk, surface="api")
         return Response(self._fresh(run))
+
+    @extend_schema(request=None, parameters=[IDEMPOTENCY_KEY], responses={
+        200: RunSerializer, **errors(400, 401, 403, 404), 409: RETRY_CONFLICT, **errors(422)},
+        description="Retry a failed run (its owner or a reviewer): it goes on from its "
+                    "last checkpoint. The run comes back `retrying`, with `retry_at` now; "
+                    "a worker takes it up at once. Audited; of concurrent retries of one "
+                    "run exactly one succeeds, the others get 409 run_not_failed.")
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def retry(self, request: Request, pk: str) -> Response:
+        run = lifecycle.run_retry(actor=request.user, run_id=pk, surface="api")
+        # As the retry committed it (``retrying``): no re-read racing the worker that takes
+        # it up at once.
+        return Response(RunSerializer(run).data)
 
 
 @extend_schema_view(

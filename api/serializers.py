@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -10,7 +11,7 @@ from agentsite.limits import check_answer_size
 from hitl.formats import FORMATS
 from hitl.models import AgentInterrupt
 from hitl.policies import tally
-from runs.models import AgentRun
+from runs.models import AgentRun, SegmentUsage
 
 
 class FieldsMadeOnce:
@@ -97,18 +98,62 @@ class InterruptSerializer(FieldsMadeOnce, serializers.ModelSerializer):
         return obj.format.response_schema()
 
 
+class SegmentUsageSerializer(FieldsMadeOnce, serializers.ModelSerializer):
+    class Meta:
+        model = SegmentUsage
+        fields = ["segment", "model_name", "calls", "input_tokens", "output_tokens",
+                  "total_tokens", "created_at"]
+        read_only_fields = fields
+
+
 class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     conversation_id = serializers.UUIDField(read_only=True)
     assistant_message_id = serializers.UUIDField(read_only=True)
     pending_interrupts = serializers.SerializerMethodField()
+    status = serializers.ChoiceField(choices=AgentRun.Status.choices, read_only=True, help_text=(
+        "retrying: the model provider failed transiently (or someone asked for a retry); "
+        "the run goes on from its last checkpoint at `retry_at`"))
+    error = serializers.CharField(read_only=True, help_text=(
+        "why the run failed (or ended), in plain words for a person"))
+    error_detail = serializers.CharField(read_only=True, help_text=(
+        "the technical detail of a failure (exception, provider answer)"))
+    retries = serializers.IntegerField(read_only=True, help_text=(
+        "automatic retries used, of `retry_budget`"))
+    retry_budget = serializers.SerializerMethodField(help_text=(
+        "automatic retries a run may use (MODEL_RUN_RETRIES)"))
+    retry_at = serializers.DateTimeField(read_only=True, allow_null=True, help_text=(
+        "while `retrying`: when the next attempt is due"))
+    retry_reason = serializers.CharField(read_only=True, help_text=(
+        "while `retrying`: why, in plain words (e.g. \"The model provider is "
+        "rate-limiting requests (429)\")"))
+    model_name = serializers.CharField(read_only=True, help_text="the chat model that served")
+    input_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
+    output_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
+    total_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
+    usage = serializers.SerializerMethodField(help_text=(
+        "tokens per segment attempt that called a model, oldest first"))
 
     class Meta:
         model = AgentRun
         fields = ["id", "agent", "agent_version", "thread_id", "conversation_id", "owner",
-                  "status", "input", "result", "error", "pending_interrupts",
-                  "assistant_message_id", "segments", "created_at", "updated_at", "finished_at"]
+                  "status", "input", "result", "error", "error_detail", "pending_interrupts",
+                  "assistant_message_id", "segments", "retries", "retry_budget", "retry_at",
+                  "retry_reason", "model_name", "input_tokens", "output_tokens",
+                  "total_tokens", "usage", "created_at", "updated_at", "finished_at"]
         read_only_fields = fields
+
+    def get_retry_budget(self, obj: AgentRun) -> int:
+        return settings.MODEL_RUN_RETRIES
+
+    @extend_schema_field(SegmentUsageSerializer(many=True))
+    def get_usage(self, obj: AgentRun) -> list[dict[str, Any]]:
+        # ``usage_rows``: as the view prefetched them (``Prefetch(to_attr=...)``); else a
+        # query.
+        rows = getattr(obj, "usage_rows", None)
+        if rows is None:
+            rows = obj.usage.all()
+        return SegmentUsageSerializer(rows, many=True).data
 
     @extend_schema_field(InterruptSerializer(many=True))
     def get_pending_interrupts(self, obj: AgentRun) -> list[dict[str, Any]]:

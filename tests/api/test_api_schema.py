@@ -56,7 +56,7 @@ def test_schema_is_valid_openapi_and_documents_everything(api):
             codes = set(op["responses"])
             assert "401" in codes, (method, path)
             if method == "post":
-                assert "requestBody" in op or path.endswith("/cancel/"), (method, path)
+                assert "requestBody" in op or path.endswith(("/cancel/", "/retry/")), (method, path)
                 assert "404" in codes and "409" in codes, (method, path)
             if "requestBody" in op:
                 assert "400" in codes and "415" in codes, (method, path)

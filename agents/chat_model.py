@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -110,7 +111,7 @@ def _provider_model(name: str) -> BaseChatModel:
         raise ImproperlyConfigured("AGENT_MODEL needs the 'langchain' package") from exc
     provider = name.split(":", 1)[0] if ":" in name else ""
     try:
-        return init_chat_model(name)
+        return init_chat_model(name, **provider_options(provider))
     except ImportError as exc:
         extra = PROVIDER_EXTRAS.get(provider, provider or "<provider>")
         raise ImproperlyConfigured(
@@ -118,6 +119,19 @@ def _provider_model(name: str) -> BaseChatModel:
             f"pip install -e '.[{extra}]' ({exc})") from exc
     except ValueError as exc:
         raise ImproperlyConfigured(f"AGENT_MODEL={name!r} is not usable: {exc}") from exc
+
+
+def provider_options(provider: str) -> dict[str, Any]:
+    """The chat model's timeout and SDK retries (MODEL_TIMEOUT_SECONDS,
+    MODEL_MAX_RETRIES), and token usage in streams, in each provider's own terms."""
+    timeout, retries = settings.MODEL_TIMEOUT_SECONDS, settings.MODEL_MAX_RETRIES
+    if provider == "ollama":  # no retries of its own; httpx's timeout
+        return {"client_kwargs": {"timeout": timeout}}
+    options: dict[str, Any] = {"timeout": timeout, "max_retries": retries}
+    if provider in ("openai", "anthropic", "azure_openai"):
+        # OpenAI-compatible bases report usage in a stream only when asked.
+        options["stream_usage"] = True
+    return options
 
 
 # --- the offline model ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 from ag_ui.core import (
     AssistantMessage,
+    CustomEvent,
     Interrupt,
     MessagesSnapshotEvent,
     RunErrorEvent,
@@ -47,6 +48,10 @@ PROTOCOL_VERSION = "1.0"
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def custom(name: str, value: Any) -> CustomEvent:
+    return CustomEvent(name=name, value=value, timestamp=now_ms())
 
 
 def run_started(*, thread_id: str, run_id: str) -> RunStartedEvent:

@@ -19,10 +19,12 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from agentsite import timing
-from agui.events import json_state, run_finished_cancelled, run_started, state_without_messages
+from agui.events import json_state, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import graphs, lifecycle, recovery
+from execution import graphs, history, lifecycle, recovery
+from execution.fencing import SegmentLost, segment_config
 from execution.lifecycle import PendingInterrupt, Segment
+from execution.usage import UsageCounter
 from hitl.kinds import HitlCancelled
 from runs import registry
 from streams.db import release_db_connections
@@ -40,11 +42,23 @@ INTERRUPT_KEY = "__interrupt__"
 HOLD_SEGMENT_END = float(os.environ.get("AGENTSITE_TEST_HOLD_SEGMENT_END") or 0)
 
 
-class SegmentLost(Exception):
-    """The run is no longer this segment's to run: cancelled, or taken over."""
-
-
 def execute(segment: Segment, lost: threading.Event | None = None) -> None:
+    """Run the segment (``_execute``) and record the tokens its model calls used."""
+    usage = UsageCounter()
+    try:
+        _execute(segment, lost, usage)
+    finally:
+        if usage.calls:
+            try:
+                lifecycle.usage_record(
+                    segment=segment, model_name=usage.model_name, calls=usage.calls,
+                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                    total_tokens=usage.total_tokens)
+            except Exception:  # noqa: BLE001 - usage is not worth a run; logged
+                log.exception("run %s: token usage not recorded", segment.run_id)
+
+
+def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter) -> None:
     """Run the graph from the segment's start (or resume) until it pauses or ends.
 
     Between graph steps it checks that the run is still ours (``lost``: set by the
@@ -61,15 +75,19 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     # Each checkpoint names the segment that wrote it: a takeover reads back what its
     # lost worker stored (``execution.recovery.lost_work``).
     tag = recovery.segment_tag(segment.run_id, segment.segments_done + 1)
-    config = {"configurable": {"thread_id": segment.thread_id},
-              "metadata": {recovery.SEGMENT_KEY: tag}}
+    config = {"configurable": {"thread_id": segment.thread_id,
+                               **segment_config(run_id=segment.run_id, lease=segment.lease)},
+              "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage]}
     left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
     if segment.takeover:
         left = recovery.lost_work(graph.checkpointer, thread_id=segment.thread_id, tag=tag,
                                   everywhere=messages_mode == "messages")
     graph_input = _graph_input(graph, config, segment, left)
+    if graph_input is not None and graph_input is segment.initial_state:
+        # A run's start: answer the tool calls an earlier run left unanswered first.
+        history.repair_at_start(graph, run_id=segment.run_id, thread_id=segment.thread_id)
 
-    out = _Publisher(segment.run_id)
+    out = _Publisher(segment.run_id, segment.lease)
     mapper = EventMapper(segment.assistant_message_id)
     if segment.takeover:
         out.send(_take_over(segment, mapper, left))
@@ -109,11 +127,9 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
         raise
 
     if stopped:
-        if lifecycle.run_status(segment.run_id) == "cancelled":
-            out.send(mapper.close_all())
-            _publish_cancelled(segment, out)
-        # Else another worker took the segment over after our lease lapsed: it goes on
-        # in the same AG-UI run and closes what we left open (execution.recovery).
+        # Cancelled: the cancel ended the AG-UI run. Taken over: the new owner goes on in
+        # it and closes what we left open (execution.recovery). Either way the event
+        # store no longer takes our events (the fence).
         log.info("run %s: segment stopped, the run is no longer ours", segment.run_id)
         return
     # The closing events go out with the segment's end, on its commit (or now, below,
@@ -242,17 +258,19 @@ class _Ownership:
 
 class _Publisher:
     """Live events are best effort: a Redis failure mid-segment is logged and the graph
-    goes on (business state never depends on events; connect rebuilds from the DB)."""
+    goes on (business state never depends on events; connect rebuilds from the DB).
+    Fenced by the segment's lease: once superseded, the store drops them."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, lease: str) -> None:
         self.run_id = run_id
+        self.fence = ("check", lease) if lease else None
         self.failed = False
 
     def send(self, events: list[Any]) -> None:
         if not events:
             return
         try:
-            publish(self.run_id, events)
+            publish(self.run_id, events, fence=self.fence)
             self.failed = False
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             if not self.failed:
@@ -261,17 +279,9 @@ class _Publisher:
 
 
 def _end_foreign(segment: Segment, out: _Publisher, closing: list[Any]) -> None:
-    # The segment's end was refused: cancelled while it ran (run_cancel leaves ending a
-    # live segment to us), or taken over (the new owner ends the AG-UI run). What this
-    # segment opened is closed either way, as it would have been with the end.
-    out.send(closing)
-    if lifecycle.run_status(segment.run_id) == "cancelled":
-        _publish_cancelled(segment, out)
-
-
-def _publish_cancelled(segment: Segment, out: _Publisher) -> None:
-    # End the AG-UI run we started, so no listener waits forever.
-    out.send([run_finished_cancelled(thread_id=segment.thread_id, run_id=segment.run_id)])
+    # The segment's end was refused: cancelled while it ran (the cancel ended the AG-UI
+    # run), or taken over (the new owner ends it). Nothing more of ours goes out.
+    log.info("run %s: the segment's end was not ours to write", segment.run_id)
 
 
 def _as_json(value: Any) -> Any:

@@ -12,6 +12,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from execution.checkpointer import get_checkpointer
+from execution.fencing import FencedCheckpointer
 from runs import registry
 
 # name → (the registered agent it was compiled from, the compiled graph)
@@ -20,7 +21,8 @@ _lock = threading.Lock()
 
 
 def compiled(name: str) -> Any:
-    """The agent's graph compiled with this process's checkpointer."""
+    """The agent's graph compiled with this process's checkpointer, its segments' writes
+    fenced (``execution.fencing``)."""
     agent = registry.get(name)
     if agent is None:
         raise KeyError(f"unknown agent {name!r}")
@@ -29,7 +31,8 @@ def compiled(name: str) -> Any:
         with _lock:
             found = _compiled.get(name)
             if found is None or found[0] is not agent:
-                found = _compiled[name] = (agent, compile_graph(agent, get_checkpointer()))
+                found = _compiled[name] = (agent, compile_graph(
+                    agent, FencedCheckpointer(get_checkpointer())))
     return found[1]
 
 

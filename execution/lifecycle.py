@@ -23,20 +23,25 @@ from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
-from agui.events import run_error, run_finished_cancelled
+from agui.events import custom, run_error
+from execution import history
+from execution.retries import Failure, backoff_seconds
 from hitl import lifecycle as interrupts
 from hitl import notify
 from hitl.decide import Answer, CancelsRun, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
-from runs.models import AgentRun, AuditLog, Message
-from runs.services import run_locked, run_transition
+from runs.models import AgentRun, AuditLog, Message, SegmentUsage
+from runs.services import run_enqueue, run_locked, run_transition
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
 Status = AgentRun.Status
 LEASE_FIELDS = ("lease_owner", "lease_expires_at")
+# A retry's task may arrive this much before its ``retry_at`` (clocks, countdown rounding).
+RETRY_EARLY_SECONDS = 1.0
+RETRYING_EVENT = "agentsite.retrying"
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,12 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
         fresh = run.status in (Status.QUEUED, Status.RESUMING) and run.segments == expected
         takeover = (run.status == Status.RUNNING and run.segments == expected + 1
                     and ((lease and run.lease_owner == lease) or lease_lapsed(run, now)))
-        if not (fresh or takeover):
+        # A retry goes on with the segment that failed, from its last checkpoint, as a
+        # takeover does; not before it is due (an early task is sent again by the reaper).
+        retry = (run.status == Status.RETRYING and run.segments == expected + 1
+                 and (run.retry_at is None
+                      or run.retry_at <= now + timedelta(seconds=RETRY_EARLY_SECONDS)))
+        if not (fresh or takeover or retry):
             return None
         return _claim_locked(run, first=expected == 0, fresh=fresh, worker=worker, now=now)
 
@@ -114,10 +124,17 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
         run.segments += 1
         run_transition(run=run, to=Status.RUNNING,
                        fields=("segments", "lease_owner", "lease_expires_at"))
+    elif run.status == Status.RETRYING:  # the failed segment, again
+        run.retry_at = None
+        run_transition(run=run, to=Status.RUNNING,
+                       fields=("retry_at", "lease_owner", "lease_expires_at"))
     else:  # the same segment, now ours: no new status, no audit row
         log.warning("run %s: segment %d taken over (lease of %r)", run.id, run.segments,
                     previous)
         run.save(update_fields=["lease_owner", "lease_expires_at", "updated_at"])
+    # From the claim's commit on, the run's channel takes this segment's events only
+    # (streams.storage.SEND_LUA's fence): a segment it supersedes publishes no more.
+    publish_on_commit(run.id, fence=("claim", run.lease_owner))
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
@@ -154,6 +171,22 @@ def segment_held(segment: Segment) -> bool:
     """The run is still running on this segment's lease (checked between graph steps)."""
     return AgentRun.objects.filter(pk=segment.run_id, status=Status.RUNNING,
                                    lease_owner=segment.lease).exists()
+
+
+def usage_record(*, segment: Segment, model_name: str, calls: int, input_tokens: int,
+                 output_tokens: int, total_tokens: int) -> None:
+    """Record a segment's token usage and add it to its run's totals (the tokens were
+    spent whatever became of the segment)."""
+    with transaction.atomic():
+        SegmentUsage.objects.create(
+            run_id=segment.run_id, segment=segment.segments_done + 1, model_name=model_name,
+            calls=calls, input_tokens=input_tokens, output_tokens=output_tokens,
+            total_tokens=total_tokens)
+        AgentRun.objects.filter(pk=segment.run_id).update(
+            input_tokens=F("input_tokens") + input_tokens,
+            output_tokens=F("output_tokens") + output_tokens,
+            total_tokens=F("total_tokens") + total_tokens,
+            model_name=model_name)
 
 
 def run_status(run_id: str) -> str | None:
@@ -244,15 +277,18 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
                        audits=audits, notify=notify.anyone_for_end(run))
         events.extend(outcomes.segment_end(run, state=state, messages=messages))
+        if status != Status.COMPLETED:
+            history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
     return run
 
 
 def run_fail(*, run_id: str, error: str, code: str = "agent_error",
-             segment: Segment | None = None) -> AgentRun | None:
+             segment: Segment | None = None, detail: str = "") -> AgentRun | None:
     """Fail an unfinished run and close its open questions; publish RUN_ERROR on commit.
 
-    ``segment``: the failing segment's claim; if its lease was lost (another worker took
-    the segment over) the run is not ours to fail."""
+    ``error``: plain words for a person; ``detail``: the technical account (exception,
+    provider answer). ``segment``: the failing segment's claim; if its lease was lost
+    (another worker took the segment over) the run is not ours to fail."""
     with transaction.atomic():
         run = run_locked(uuid.UUID(str(run_id)))
         # Locked: a cancel, or the segment's own finish, may have ended it first (theirs
@@ -264,11 +300,87 @@ def run_fail(*, run_id: str, error: str, code: str = "agent_error",
         interrupts.interrupts_cancel_pending(run=run, actor=None)
         interrupts.interrupts_close_decided(run=run, actor=None)
         run.error = error[:10000]
-        run.lease_owner, run.lease_expires_at = "", None
+        run.error_detail = (detail or error)[:10000]
+        run.lease_owner, run.lease_expires_at, run.retry_at = "", None, None
         run_transition(run=run, to=Status.FAILED, payload={"code": code},
-                       fields=("error", *LEASE_FIELDS))
+                       fields=("error", "error_detail", "retry_at", *LEASE_FIELDS))
+        history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
         publish_on_commit(run.id, [run_error(message=error[:2000], code=code)])
     return run
+
+
+def run_retry_later(*, segment: Segment, failure: Failure) -> str:
+    """The segment failed transiently (``execution.retries``): the run waits
+    ``retrying`` and its next attempt, due after the backoff, goes on from the last
+    checkpoint. Listeners are told on commit (a CUSTOM event; the AG-UI run stays open:
+    the next attempt continues it, as a takeover does).
+
+    Returns ``retrying``; ``exhausted`` when the run's retries are used up (the caller
+    fails it); ``gone`` when the segment no longer holds the run (cancelled meanwhile, or
+    taken over)."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = run_locked(uuid.UUID(segment.run_id))
+        if run is None or run.status != Status.RUNNING or run.lease_owner != segment.lease:
+            return "gone"
+        if run.retries >= settings.MODEL_RUN_RETRIES:
+            return "exhausted"
+        delay_seconds = backoff_seconds(run.retries, failure.retry_after)
+        reason, detail = failure.reason, failure.detail
+        run.retries += 1
+        run.retry_at = now + timedelta(seconds=delay_seconds)
+        run.retry_reason = reason[:200]
+        run.error_detail = detail[:10000]
+        run.lease_owner, run.lease_expires_at = "", None
+        run_transition(run=run, to=Status.RETRYING, payload={
+            "code": "provider_retry", "attempt": run.retries, "delay_seconds": delay_seconds,
+            "reason": run.retry_reason, "detail": detail[:2000]},
+            fields=("retries", "retry_at", "retry_reason", "error_detail", *LEASE_FIELDS))
+        publish_on_commit(run.id, [retrying_event(run, delay_seconds)])
+        _enqueue_retry_on_commit(run, delay_seconds)
+    return "retrying"
+
+
+def retrying_event(run: AgentRun, delay_seconds: float) -> Any:
+    """The AG-UI CUSTOM event every surface shows while a run waits for its retry."""
+    return custom(RETRYING_EVENT, {
+        "attempt": run.retries, "of": settings.MODEL_RUN_RETRIES,
+        "delaySeconds": round(delay_seconds, 3),
+        "retryAt": run.retry_at.isoformat() if run.retry_at else None,
+        "reason": run.retry_reason})
+
+
+def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
+    """Continue a failed run from its last checkpoint (its owner, or a reviewer).
+
+    Exactly once: under the run's lock only the first of concurrent calls finds it
+    failed. A run whose thread has had a later run is not continued (its checkpoint is no
+    longer the thread's latest)."""
+    with transaction.atomic():
+        run = _locked_decidable_run(actor=actor, run_id=run_id)
+        if run.status != Status.FAILED:
+            raise Conflict(f"only a failed run can be retried; this one is {run.status}",
+                           code="run_not_failed")
+        if (AgentRun.objects.filter(thread_id=run.thread_id, created_at__gt=run.created_at)
+                .exclude(pk=run.pk).exists()):
+            raise Conflict("the conversation has gone on since this run failed; start a new "
+                           "run instead", code="thread_moved_on")
+        run.retry_at = timezone.now()
+        run.retry_reason = "Retry requested"
+        run.finished_at = None
+        run_transition(run=run, to=Status.RETRYING, actor=actor, surface=surface,
+                       payload={"code": "retry_requested"},
+                       fields=("retry_at", "retry_reason"))
+        _enqueue_retry_on_commit(run, 0)
+    return run
+
+
+def _enqueue_retry_on_commit(run: AgentRun, delay_seconds: float) -> None:
+    # The failed segment again (``segments`` is not advanced): the claim takes it as a
+    # retry. If the send is lost, the reaper sends it once it is overdue.
+    run_id, done = str(run.id), run.segments - 1
+    transaction.on_commit(lambda: run_enqueue(run_id=run_id, segments_done=done,
+                                              countdown=delay_seconds), robust=True)
 
 
 def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
@@ -276,7 +388,6 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
 
     A running segment sees the cancel between two graph steps and stops there
     (``execution.executor``)."""
-    now = timezone.now()
     with transaction.atomic():
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
@@ -284,20 +395,16 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
             raise Conflict(f"run is already {run.status}", code="run_finished")
         interrupts.interrupts_cancel_pending(run=run, actor=actor, surface=surface)
         interrupts.interrupts_close_decided(run=run, actor=actor, surface=surface)
-        before = run.status
-        # A live segment ends its own AG-UI run when it finds the run cancelled; with
-        # no segment live (paused; queued / resuming: no worker has started one; a
-        # running segment whose worker is gone) tell the listeners here.
-        segment_live = before == Status.RUNNING and not lease_lapsed(run, now)
         run.lease_owner, run.lease_expires_at = "", None
         run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface,
                        fields=LEASE_FIELDS)
-        if before == Status.RUNNING and not segment_live:
-            # Its worker started an AG-UI run and died: close that run.
-            publish_on_commit(run.id, [run_finished_cancelled(thread_id=run.thread_id,
-                                                              run_id=str(run.id))])
-        elif not segment_live:
-            publish_on_commit(run.id, outcomes.standalone_end(run))
+        history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
+        # Listeners learn of the cancel now, not when a live segment next looks (a hung
+        # model call may keep it for minutes); the fence keeps that segment off the
+        # channel from here on.
+        # The event store drops the standalone end's RUN_STARTED when a segment's AG-UI
+        # run is open (streams.storage.SEND_LUA, ``close``).
+        publish_on_commit(run.id, outcomes.standalone_end(run), fence=("close", ""))
     return run
 
 

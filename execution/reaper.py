@@ -5,6 +5,7 @@ lost when a send fails or a worker dies:
 
 - ``queued`` / ``resuming`` and untouched for ``AGENTSITE_REQUEUE_AFTER_SECONDS``: its
   task was never sent (the broker was down at commit) or the broker lost it. Sent again.
+- ``retrying`` and overdue by as long: the retry's delayed task was lost. Sent again.
 - ``running`` with a lapsed lease: its worker stopped renewing it (killed, or cut off
   from Postgres for a whole lease). Released and sent again; the next claim takes the
   segment over from its last checkpoint (``execution.lifecycle.run_claim``).
@@ -47,6 +48,7 @@ def owed_work(now: datetime | None = None) -> QuerySet[AgentRun]:
     waited = now - timedelta(seconds=settings.AGENTSITE_REQUEUE_AFTER_SECONDS)
     return AgentRun.objects.filter(
         Q(status__in=(Status.QUEUED, Status.RESUMING), updated_at__lt=waited)
+        | Q(status=Status.RETRYING, retry_at__lt=waited, updated_at__lt=waited)
         | Q(status=Status.RUNNING) & (Q(lease_expires_at__lt=now)
                                       | Q(lease_expires_at__isnull=True)))
 
@@ -68,7 +70,8 @@ def sweep(now: datetime | None = None) -> list[str]:
                 log.warning("run %s: lease of %s lapsed, handing the segment over",
                             run.id, run.lease_owner or "nobody")
             else:
-                done = run.segments
+                # A retry goes on with the segment that failed (execution.retries).
+                done = run.segments - (run.status == Status.RETRYING)
                 AgentRun.objects.filter(pk=run.pk).update(updated_at=now)  # next try later
                 log.warning("run %s: %s with no task, sending it again", run.id, run.status)
             sends.append((str(run.id), done))

@@ -10,7 +10,7 @@ from celery import shared_task
 from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
 from django.db import OperationalError, close_old_connections
 
-from execution import executor, graphs, lifecycle
+from execution import executor, graphs, lifecycle, retries
 from execution.reaper import Heartbeat, Reaper
 from runs.services import EXECUTE_TASK
 
@@ -85,9 +85,42 @@ def run_execute(self, run_id: str, segments_done: int | None = None, lease: str 
         lifecycle.run_fail(run_id=run_id, error=f"infrastructure failure: {exc}",
                            code="infrastructure_error", segment=segment)
     except Exception as exc:
-        log.exception("run %s failed", run_id)
-        lifecycle.run_fail(run_id=run_id, error=f"{type(exc).__name__}: {exc}", segment=segment)
+        _segment_failed(run_id, segment, exc)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        close_old_connections()
+
+
+def _segment_failed(run_id: str, segment: lifecycle.Segment | None, exc: Exception) -> None:
+    """A transient provider failure waits for a retry while the run's budget lasts; any
+    other error (or the budget spent) fails the run: plain words for a provider's
+    failure, the exception itself for the agent's own."""
+    failure = retries.judge(exc)
+    if segment is not None and failure.transient:
+        outcome = lifecycle.run_retry_later(segment=segment, failure=failure)
+        if outcome == "retrying":
+            log.warning("run %s: %s, retrying later: %s", run_id, failure.reason, failure.detail)
+            return
+        if outcome == "gone":
+            return  # cancelled or taken over meanwhile: not ours to fail
+    log.error("run %s failed: %s", run_id, failure.detail, exc_info=exc)
+    if failure.provider:
+        lifecycle.run_fail(run_id=run_id, segment=segment, code="provider_error",
+                           error=retries.failed_words(failure, exhausted=failure.transient),
+                           detail=failure.detail)
+    else:
+        lifecycle.run_fail(run_id=run_id, segment=segment, error=failure.detail,
+                           detail=failure.detail)
+
+
+@shared_task(name="execution.history_repair", acks_late=True)  # execution.history.REPAIR_TASK
+def history_repair(run_id: str) -> int:
+    """Answer the tool calls a run that ended early left unanswered (execution.history)."""
+    from execution import history
+
+    close_old_connections()
+    try:
+        return history.repair_ended(run_id)
+    finally:
         close_old_connections()

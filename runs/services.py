@@ -134,10 +134,12 @@ def _enqueue_on_commit(run: AgentRun) -> None:
     transaction.on_commit(lambda: run_enqueue(run_id=run_id, segments_done=done))
 
 
-def run_enqueue(*, run_id: str, segments_done: int) -> bool:
-    """Send the task for the run's next segment now; False (logged) if the broker failed."""
+def run_enqueue(*, run_id: str, segments_done: int, countdown: float = 0) -> bool:
+    """Send the task for the run's next segment now (to run after ``countdown``
+    seconds); False (logged) if the broker failed."""
     try:
-        celery_app.send_task(EXECUTE_TASK, args=(run_id, segments_done))
+        celery_app.send_task(EXECUTE_TASK, args=(run_id, segments_done),
+                             countdown=countdown or None)
     except Exception as exc:  # any broker failure: the reaper sends it later
         log.warning("run %s: enqueue failed, the reaper will send it: %s", run_id, exc)
         return False

@@ -34,6 +34,12 @@ def counter_key(channel: str) -> str:
     return f"agentsite:event-counter:{channel}"
 
 
+def fence_key(channel: str) -> str:
+    """Who may still publish on a run's channel: the lease of the segment that holds it,
+    or ``closed`` once the run was cancelled (``streams.storage.SEND_LUA``)."""
+    return f"agentsite:event-fence:{channel}"
+
+
 def event_key(channel: str, event_id: int) -> str:
     """Stored event ``event_id`` of ``channel``."""
     return f"{EVENT_KEY_PREFIX}{channel}:{event_id}"

@@ -25,7 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agentsite import timing
 from streams.keys import REVIEWERS_CHANNEL, run_channel, user_channel
-from streams.storage import send_args
+from streams.storage import Fence, send_args
 
 log = logging.getLogger(__name__)
 _local = threading.local()
@@ -108,8 +108,11 @@ def redis_client() -> redis.Redis:
     return held.redis
 
 
-def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
+def publish(run_id: object, events: Iterable[BaseEvent], fence: Fence | None = None) -> None:
     """Publish now. Only for events that follow no uncommitted write.
+
+    ``fence``: a segment's (``claim`` / ``check``, its lease): refused by the store once
+    another segment holds the run's channel or the run was cancelled (``SEND_LUA``).
 
     What ``EventStore.append_event`` stores, but one connection per thread and one
     command per batch, whose answer is read later (``_Sender``), instead of a round
@@ -122,18 +125,20 @@ def publish(run_id: object, events: Iterable[BaseEvent]) -> None:
     if timing.enabled:
         last = str(getattr(events[-1].type, "value", events[-1].type))
         timing.mark(run_id, f"publish_start:{last}")
-    _send({run_channel(run_id): payloads})
+    channel = run_channel(run_id)
+    _send({channel: payloads}, fences={channel: fence} if fence else None)
     if timing.enabled:
         timing.mark(run_id, f"publish_end:{last}")
 
 
-def _send(batches: dict[str, list[str]], ended: Collection[str] = ()) -> None:
+def _send(batches: dict[str, list[str]], ended: Collection[str] = (),
+          fences: dict[str, Fence] | None = None) -> None:
     """Store and fan out JSON ``data`` strings per channel, in one command for all of
     them (``streams.storage.SEND_LUA``). ``ended``: channels whose counter now expires
     with their events (every one of them is a key of ``batches``)."""
     # EVAL with the script's text: Redis finds it in its cache by hash, and there is no
     # NOSCRIPT answer to come back late after a restart (_Sender reads answers late).
-    _sender().send(*send_args(batches, ended))
+    _sender().send(*send_args(batches, ended, fences=fences))
 
 
 # Answers read together, in one read from the socket, every this many sends.
@@ -216,7 +221,8 @@ def _sender() -> _Sender:
     return held.sender
 
 
-def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[BaseEvent]:
+def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = (),
+                      fence: Fence | None = None) -> list[BaseEvent]:
     """Publish once the surrounding transaction commits (nothing if it rolls back).
 
     Returns the list that is published: events added to it before the commit go out too.
@@ -225,10 +231,16 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = ()) -> list[
 
     ``robust``: a Redis failure is logged, never raised into the caller, whose change
     is committed. Events are recoverable (connect rebuilds a thread from the database);
-    business state must not depend on them."""
+    business state must not depend on them.
+
+    ``fence``: ``("claim", lease)`` (a segment's claim: the channel is its own) or
+    ``("close", "")`` (the run was cancelled: ``events`` are a standalone AG-UI end, and
+    no segment publishes on the channel after them), see ``SEND_LUA``."""
     batch = list(events)
     box = _Outbox()
     box.add(run_channel(run_id), batch, run_id=run_id)
+    if fence:
+        box.fences[run_channel(run_id)] = fence
     box.send_on_commit()
     return batch
 
@@ -265,6 +277,7 @@ class _Outbox:
         self.items: list[tuple[str, list[Any]]] = []
         self.runs: dict[str, object] = {}  # run channel → run id (benchmark marks)
         self.ended: set[str] = set()  # channels whose counter expires (run_ended_on_commit)
+        self.fences: dict[str, Fence] = {}
 
     def add(self, channel: str, items: list[Any], run_id: object = None) -> None:
         self.items.append((channel, items))
@@ -284,7 +297,7 @@ class _Outbox:
             batches.setdefault(channel, []).extend(
                 item if isinstance(item, str) else wire(item) for item in items)
         batches = {channel: payloads for channel, payloads in batches.items() if payloads}
-        for channel in self.ended:  # an end with no events of its own still goes
+        for channel in (*self.ended, *self.fences):  # these go even with no events
             batches.setdefault(channel, [])
         if not batches:
             return
@@ -293,6 +306,6 @@ class _Outbox:
                  if batches.get(channel)] if timing.enabled else []
         for run_id, last in marks:
             timing.mark(run_id, f"publish_start:{last}")
-        _send(batches, self.ended)
+        _send(batches, self.ended, self.fences)
         for run_id, last in marks:
             timing.mark(run_id, f"publish_end:{last}")

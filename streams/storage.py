@@ -15,51 +15,142 @@ from django.conf import settings
 from django_eventstream.event import Event
 from django_eventstream.storage import StorageBase
 
-from streams.keys import EVENT_KEY_PREFIX, EVENT_TTL_SECONDS, PUBSUB_CHANNEL, counter_key, event_key
+from streams.keys import (
+    EVENT_KEY_PREFIX,
+    EVENT_TTL_SECONDS,
+    PUBSUB_CHANNEL,
+    counter_key,
+    event_key,
+    fence_key,
+)
 
 # Numbers each channel's batch, stores each event and fans it out, all channels in one
-# command (atomic, so ids and publish order agree). KEYS: the channels' counters; ARGV:
-# ttl, key prefix, fan-out channel, then per channel its name, event type, n, ended (1/0)
-# and n payloads. Returns each channel's last id. An ended channel's counter expires with
-# its events (it would otherwise stay forever, one key per run); INCRBY keeps that expiry,
-# so events published after the end (a live segment closing its AG-UI run) do not make
-# it lasting again, and nor does a counter made only then.
+# command (atomic, so ids and publish order agree). KEYS: per channel its counter and its
+# fence; ARGV: ttl, key prefix, fan-out channel, then per channel its name, event type, n,
+# ended (1/0), fence op, fence token and n payloads. Returns each channel's last id (-1:
+# refused by the fence). An ended channel's counter expires with its events (it would
+# otherwise stay forever, one key per run); INCRBY keeps that expiry, so events published
+# after the end do not make it lasting again, and nor does a counter made only then.
+#
+# The fence keeps a superseded segment off its run's channel (a cancelled run's hung
+# model call returned minutes later and streamed into the channel). It holds the lease
+# of the segment that publishes on the channel, or ``closed``. Fence ops:
+# - ``claim`` (a segment's first publish): the fence becomes its lease; refused once the
+#   run was cancelled. The counter lasts again (a failed run may be retried).
+# - ``check`` (a segment's other publishes): refused unless the fence is its lease (or
+#   unset).
+# - ``close`` (the cancel): ``closed``, for good. Its events are a standalone AG-UI run
+#   (RUN_STARTED, RUN_FINISHED). If a segment's AG-UI run is open on the channel (read
+#   back to its RUN_STARTED), that run is ended instead: what it left open is closed
+#   (text messages, tool calls, steps, as the protocol wants) and the RUN_STARTED dropped.
+# - none: the services' other publishes on commit, made under the run's lock.
 SEND_LUA = """
 local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
 local lasts = {}
-for k = 1, #KEYS do
+local function drop(list, value)
+  for i = #list, 1, -1 do
+    if list[i] == value then table.remove(list, i) return end
+  end
+end
+local function open_run(counter, channel)
+  local seen = {}
+  local id = tonumber(redis.call('GET', counter) or '0')
+  while id > 0 and #seen < 20000 do
+    local raw = redis.call('GET', prefix .. channel .. ':' .. id)
+    if not raw then return nil end
+    local ok, event = pcall(cjson.decode, cjson.decode(raw).data)
+    if not ok or type(event) ~= 'table' then return nil end
+    if event.type == 'RUN_FINISHED' or event.type == 'RUN_ERROR' then return nil end
+    if event.type == 'RUN_STARTED' then
+      local texts, tools, steps = {}, {}, {}
+      for i = #seen, 1, -1 do
+        local e = seen[i]
+        if e.type == 'TEXT_MESSAGE_START' then table.insert(texts, e.messageId)
+        elseif e.type == 'TEXT_MESSAGE_END' then drop(texts, e.messageId)
+        elseif e.type == 'TOOL_CALL_START' then table.insert(tools, e.toolCallId)
+        elseif e.type == 'TOOL_CALL_END' then drop(tools, e.toolCallId)
+        elseif e.type == 'STEP_STARTED' then table.insert(steps, e.stepName)
+        elseif e.type == 'STEP_FINISHED' then drop(steps, e.stepName) end
+      end
+      local closes = {}
+      for _, m in ipairs(texts) do
+        table.insert(closes, cjson.encode({type = 'TEXT_MESSAGE_END', messageId = m}))
+      end
+      for _, t in ipairs(tools) do
+        table.insert(closes, cjson.encode({type = 'TOOL_CALL_END', toolCallId = t}))
+      end
+      for _, s in ipairs(steps) do
+        table.insert(closes, cjson.encode({type = 'STEP_FINISHED', stepName = s}))
+      end
+      return closes
+    end
+    table.insert(seen, event)
+    id = id - 1
+  end
+  return nil
+end
+for k = 1, #KEYS / 2 do
+  local counter, fence = KEYS[2 * k - 1], KEYS[2 * k]
   local channel, kind = ARGV[a], ARGV[a + 1]
   local n, ended = tonumber(ARGV[a + 2]), ARGV[a + 3] == '1'
-  local last = 0
-  if n > 0 then
-    last = redis.call('INCRBY', KEYS[k], n)
-    for i = 1, n do
-      local id = last - n + i
-      local data = ARGV[a + 3 + i]
-      redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
-                 cjson.encode({type = kind, data = data}))
-      redis.call('PUBLISH', fanout, cjson.encode(
-                 {channel = channel, event_type = kind, data = data, pub_id = tostring(id)}))
+  local op, token = ARGV[a + 4], ARGV[a + 5]
+  local datas = {}
+  for i = 1, n do datas[i] = ARGV[a + 5 + i] end
+  local allowed = true
+  if op == 'claim' then
+    allowed = redis.call('GET', fence) ~= 'closed'
+    if allowed then
+      redis.call('SET', fence, token, 'EX', ttl)
+      redis.call('PERSIST', counter)
+    end
+  elseif op == 'check' then
+    local holder = redis.call('GET', fence)
+    allowed = holder == false or holder == token
+  elseif op == 'close' then
+    redis.call('SET', fence, 'closed', 'EX', ttl)
+    local closes = open_run(counter, channel)
+    if closes then
+      table.remove(datas, 1)
+      for i = #closes, 1, -1 do table.insert(datas, 1, closes[i]) end
     end
   end
-  if ended and redis.call('EXPIRE', KEYS[k], ttl) == 0 then
-    redis.call('SET', KEYS[k], 0, 'EX', ttl)
+  local last = -1
+  if allowed then
+    last = 0
+    if #datas > 0 then
+      last = redis.call('INCRBY', counter, #datas)
+      for i, data in ipairs(datas) do
+        local id = last - #datas + i
+        redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
+                   cjson.encode({type = kind, data = data}))
+        redis.call('PUBLISH', fanout, cjson.encode(
+                   {channel = channel, event_type = kind, data = data, pub_id = tostring(id)}))
+      end
+    end
+    if ended and redis.call('EXPIRE', counter, ttl) == 0 then
+      redis.call('SET', counter, 0, 'EX', ttl)
+    end
   end
   lasts[k] = last
-  a = a + 4 + n
+  a = a + 6 + n
 end
 return lasts
 """
+# Fence ops (see SEND_LUA): (op, token) for one channel's publish.
+Fence = tuple[str, str]
 
 
 def send_args(batches: dict[str, list[str]], ended: Any = (),
-              event_type: str = "message") -> list[Any]:
+              event_type: str = "message", fences: dict[str, Fence] | None = None) -> list[Any]:
     """The arguments of ``EVAL SEND_LUA`` storing ``batches`` (channel → JSON ``data``
-    strings, in order); ``ended``: channels whose counter now expires with their events."""
+    strings, in order); ``ended``: channels whose counter now expires with their events;
+    ``fences``: channel → (op, token), see SEND_LUA."""
     keys, args = [], [EVENT_TTL_SECONDS, EVENT_KEY_PREFIX, PUBSUB_CHANNEL]
     for channel, payloads in batches.items():
-        keys.append(counter_key(channel))
-        args += [channel, event_type, len(payloads), int(channel in ended), *payloads]
+        op, token = (fences or {}).get(channel, ("", ""))
+        keys += [counter_key(channel), fence_key(channel)]
+        args += [channel, event_type, len(payloads), int(channel in ended), op, token,
+                 *payloads]
     return ["EVAL", SEND_LUA, len(keys), *keys, *args]
 
 

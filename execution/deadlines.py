@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agui import outcomes
+from execution import history
 from hitl import deadlines as interrupt_deadlines
 from hitl import lifecycle as interrupts
 from hitl import policies
@@ -62,6 +63,7 @@ def run_settle_deadlines(*, run_id: Any, now: datetime) -> bool:
         run_transition(run=run, to=AgentRun.Status.EXPIRED, actor=policies.TIMEOUT_ACTOR,
                        payload={"expired": [r.interrupt_id for r in expired]},
                        fields=("error",))
+        history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
         # A paused run has no live AG-UI run: a whole one says how it ended.
         publish_on_commit(run.id, outcomes.standalone_end(run))
     return True

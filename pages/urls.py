@@ -14,4 +14,5 @@ urlpatterns = [
     path("c/<str:conversation_id>/answer/<str:interrupt_id>/", views.answer, name="answer"),
     path("c/<str:conversation_id>/send/", views.send, name="send"),
     path("c/<str:conversation_id>/cancel/", views.cancel, name="cancel"),
+    path("c/<str:conversation_id>/runs/<str:run_id>/retry/", views.retry, name="retry"),
 ]

@@ -1,9 +1,10 @@
 """The chat pages: conversation list, new chat, the chat page and its fragments.
 
 Views stay thin: reads here, every write through a service (run_start, interrupt_decide,
-run_cancel). Who may see a conversation: its owner, and reviewers (hitl.decide_interrupt, a
-superuser included: hitl.selectors), who may answer its cards and cancel its run, as on
-every surface, but not write in it; anyone else gets a 404.
+run_cancel, run_retry). Who may see a conversation: its owner, and reviewers
+(hitl.decide_interrupt, a superuser included: hitl.selectors), who may answer its cards,
+cancel its run and retry it when it failed, as on every surface, but not write in it;
+anyone else gets a 404.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agentsite.errors import Conflict, InvalidInput, ServiceError
 from agentsite.parsers import MAX_DEPTH, check_value
+from execution import lifecycle
 from execution.lifecycle import run_cancel
 from hitl import policies
 from hitl.cards import card_context, decide_from_post
@@ -32,6 +34,7 @@ from hitl.selectors import can_decide, is_reviewer
 from pages.forms import input_fields, input_from_post
 from pages.live import read_runs
 from pages.markdown import render_markdown
+from pages.retrying import retry_banner
 from runs import registry
 from runs.models import AgentRun, Conversation, Message
 from runs.services import run_start
@@ -159,6 +162,12 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
     for item in _interrupts().filter(run_id__in=run_ids).order_by("created_at", "id"):
         interrupts[item.run_id].append(item)
     live = read_runs(runs[-LIVE_RUNS:])
+    # A failed run may be retried while it is the conversation's newest (a later run has
+    # moved the thread on): one query, only when a run here failed.
+    newest = None
+    if any(r.status == AgentRun.Status.FAILED for r in runs):
+        newest = (AgentRun.objects.filter(conversation=conversation)
+                  .order_by("-created_at", "-id").values_list("id", flat=True).first())
     blocks = []
     for run in runs:
         state = live.get(str(run.id))
@@ -186,6 +195,9 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
             "live": run.status in AgentRun.LIVE,
             "last_event_id": state.last_event_id if state else 0,
             "result": _result(run),
+            # Owner or reviewer: whoever sees the page (``_conversation``) may retry.
+            "retry_url": reverse("pages:retry", args=[conversation.pk, run.id])
+            if run.status == AgentRun.Status.FAILED and run.id == newest else "",
         })
     return blocks
 
@@ -215,6 +227,9 @@ def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | Non
     elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending:
         reason = ("Answer the question above to continue." if pending == 1 else
                   f"Answer the {pending} questions above to continue.")
+    elif latest is not None and latest.status == AgentRun.Status.RETRYING:
+        reason = ("The agent is waiting to retry after a model provider failure. Wait for "
+                  "it, or cancel it.")
     elif latest is not None and latest.status in AgentRun.ACTIVE:
         reason = f"The agent is working ({latest.get_status_display().lower()}). " \
                  "Wait for it to finish, or cancel it."
@@ -254,6 +269,7 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
         "blocks": blocks,
         "latest": latest,
         "latest_block": latest_block,
+        "retrying": retry_banner(latest),
         "composer": _composer(conversation, is_owner, latest,
                               latest_block.get("pending", 0) if latest_block else 0,
                               error=composer_error, text=composer_text,
@@ -446,4 +462,30 @@ def cancel(request: HttpRequest, conversation_id: str) -> HttpResponse:
             run_cancel(actor=request.user, run_id=run.id, surface="page")
         except Conflict:
             pass  # finished meanwhile: the page shows how it ended
+    return redirect("pages:chat", conversation_id=conversation.pk)
+
+
+# Conflicts of run_retry as a person reads them (the service's own text for the rest).
+RETRY_REFUSED = {
+    "run_not_failed": "This run can only be retried after it has failed; it is {status} now "
+                      "(someone may have retried it already).",
+    "thread_moved_on": "A later run has started in this conversation, so this one can no "
+                       "longer be retried.",
+}
+
+
+@login_required
+@require_POST
+def retry(request: HttpRequest, conversation_id: str, run_id: str) -> HttpResponse:
+    """Retry a failed run from its last checkpoint: its owner, or a reviewer (as cancel)."""
+    conversation, is_owner = _conversation(request, conversation_id)
+    run = _run_of(conversation, run_id)
+    try:
+        lifecycle.run_retry(actor=request.user, run_id=run.id, surface="page")
+    except ServiceError as err:
+        run.refresh_from_db(fields=["status"])
+        error = RETRY_REFUSED.get(err.code, err.detail).format(
+            status=run.get_status_display().lower())
+        return render(request, "pages/chat.html", _chat_context(
+            request, conversation, is_owner, composer_error=error), status=err.status)
     return redirect("pages:chat", conversation_id=conversation.pk)

@@ -6,7 +6,10 @@
  *   STEP_STARTED / STEP_FINISHED → the step in the status line
  *   TOOL_CALL_* → tool chips
  *   RUN_FINISHED / RUN_ERROR → fetch the run's server-rendered block (its cards, the
- *     result as safe markdown, the error) and the composer, and swap them in
+ *     result as safe markdown, the error and its Retry form, the tokens used) and the
+ *     composer, and swap them in
+ *   CUSTOM "agentsite.retrying" → the retry banner ("… Retrying in 20 s (attempt 2 of
+ *     5)"), counting down; the next event of the run (its next attempt) hides it
  *   interrupts_changed → the same, for the run named (answered in another tab or by
  *     someone else), keeping any card that is still pending as it is (typed text stays).
  * Agent and user text is only ever set as text (textContent), never as HTML.
@@ -20,7 +23,8 @@
   const byId = (id) => document.getElementById(id);
   const STATUS = { queued: "Queued", running: "Running", paused: "Paused", resuming: "Resuming",
     completed: "Completed", rejected: "Rejected", blocked: "Blocked", failed: "Failed",
-    cancelled: "Cancelled" };
+    cancelled: "Cancelled", expired: "Expired", retrying: "Retrying" };
+  const RETRYING = "agentsite.retrying";
 
   function setStatus(status) {
     const pill = byId("run-status");
@@ -171,6 +175,36 @@
     return item;
   }
 
+  // The retry banner: rendered by the server while the run waits (data-seconds: how long
+  // from the page's render), set here from each "agentsite.retrying" event. The countdown
+  // counts from when this page learnt the delay, so it needs no clock agreement.
+  let retryTimer = null;
+  function showRetrying(reason, seconds, attempt, of) {
+    const banner = byId("retry-banner");
+    if (!banner) return;
+    const due = Date.now() + Math.max(0, Number(seconds) || 0) * 1000;
+    banner.querySelector(".retry__reason").textContent =
+      String(reason || "The run is being retried").replace(/[.\s]+$/, "");
+    banner.querySelector(".retry__attempt").textContent =
+      attempt && seconds > 0 ? " (attempt " + attempt + " of " + of + ")" : "";
+    const when = banner.querySelector(".retry__when");
+    const tick = () => {
+      const left = Math.ceil((due - Date.now()) / 1000);
+      when.textContent = left > 0 ? "in " + left + " s" : "now";
+      if (left <= 0 && retryTimer) { clearInterval(retryTimer); retryTimer = null; }
+    };
+    if (retryTimer) clearInterval(retryTimer);
+    retryTimer = setInterval(tick, 1000);
+    tick();
+    banner.hidden = false;
+  }
+
+  function hideRetrying() {
+    const banner = byId("retry-banner");
+    if (retryTimer) { clearInterval(retryTimer); retryTimer = null; }
+    if (banner) banner.hidden = true;
+  }
+
   function showError(message) {
     const banner = byId("error-banner");
     banner.textContent = "The run failed: " + message;
@@ -178,6 +212,21 @@
   }
 
   function onRunEvent(event) {
+    if (event.type === "CUSTOM" && event.name === RETRYING) {
+      const value = event.value || {};
+      setStatus("retrying");
+      showRetrying(value.reason, value.delaySeconds, value.attempt, value.of);
+      refreshComposer();
+      return;
+    }
+    if (event.type !== "CUSTOM" && !byId("retry-banner").hidden) {
+      // The next attempt has begun (or the run ended): no longer waiting.
+      hideRetrying();
+      if (chat.dataset.runStatus === "retrying") {
+        setStatus("running");
+        refreshComposer();
+      }
+    }
     switch (event.type) {
       case "RUN_STARTED":
         setStatus("running");
@@ -223,6 +272,13 @@
       default:
         break;
     }
+  }
+
+  const banner = byId("retry-banner");
+  if (banner && !banner.hidden && banner.dataset.seconds !== undefined) {
+    const attempt = banner.querySelector(".retry__attempt").textContent.match(/(\d+) of (\d+)/);
+    showRetrying(banner.querySelector(".retry__reason").textContent, banner.dataset.seconds,
+      attempt && attempt[1], attempt && attempt[2]);
   }
 
   if (runId && chat.dataset.eventsUrl) {

@@ -262,6 +262,13 @@ def repair_at_start(graph: Any, *, run_id: str, thread_id: str) -> int:
     """At the start of a run's first segment, before the graph streams: answer what an
     earlier run of the thread left unanswered. Waits for a repair task holding the lock
     (a short write) rather than streaming beside it."""
+    if CHANNEL not in getattr(graph, "channels", {}):
+        return 0
+    # Most starts find nothing to answer: then no lock (two round trips) is needed, as a
+    # repair task writes only while no run of the thread is active, and this one is.
+    state = graph.get_state({"configurable": {"thread_id": thread_id}}).values or {}
+    if not unanswered(state.get(CHANNEL) or []):
+        return 0
     with thread_lock(thread_id):
         return repair(graph, thread_id,
                       reason=lambda: reason_for(_previous_run(thread_id, run_id)))

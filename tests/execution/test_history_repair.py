@@ -230,3 +230,31 @@ def test_graph_without_messages_is_left_alone(api):
     assert history.repair(compiled("faulty"), run["thread_id"], reason="x") == 0
     assert history.repair_ended(run["id"]) == 0
     assert checkpoints(run["thread_id"]) == written
+
+
+def test_a_thread_broken_before_gets_the_answers_in_place(api, users):
+    """A thread broken before the repair existed: a later message already follows the
+    unanswered calls. Their tool messages go right after the AI message (where a
+    provider looks), the list rewritten with RemoveMessage(REMOVE_ALL_MESSAGES)."""
+    from langchain_core.messages import HumanMessage
+
+    from execution.graphs import compiled
+
+    client = api("owner")
+    run = paused(client, *ASSISTANT[:2])
+    end_without_task(run["id"], users["owner"])
+    thread_id = run["thread_id"]
+    graph = compiled("assistant")
+    # What the old code left: the next run's input appended after the unanswered call.
+    graph.update_state({"configurable": {"thread_id": thread_id}},
+                       {"messages": [HumanMessage("and another thing", id="later")]},
+                       as_node="agent")
+    before = thread_values(thread_id)["messages"]
+    assert history.repair_ended(run["id"]) == 1
+    after = thread_values(thread_id)["messages"]
+    assert [m.id for m in after if m.id != after[2].id] == [m.id for m in before]
+    assert isinstance(after[1], AIMessage) and isinstance(after[2], ToolMessage)
+    assert after[2].tool_call_id == after[1].tool_calls[0]["id"]
+    assert after[2].content == "Not run: the run was cancelled by owner."
+    assert after[-1].id == "later"
+    assert history.repair_ended(run["id"]) == 0

@@ -109,3 +109,79 @@ def beat_process(env: dict[str, str], log_dir: Path, **kwargs: object) -> Proces
     """Celery beat with its schedule file in ``log_dir``, ready once it says it started."""
     argv = beat_argv(str(log_dir / "celerybeat-schedule"), **kwargs)  # type: ignore[arg-type]
     return Process("beat", argv, env, log_dir, ready=lambda p: "beat: Starting" in p.log())
+
+
+# --- The edge: Pushpin in front of the web processes (docs/scaling.md) -------------------
+
+PUSHPIN_BIN = "/usr/bin/pushpin"
+PUSHPIN_TEMPLATE = ROOT / "deploy" / "pushpin" / "pushpin.conf"
+
+
+def pushpin_installed() -> bool:
+    return Path(PUSHPIN_BIN).exists()
+
+
+def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_key: str,
+                   targets: list[int], host: str = "127.0.0.1") -> Path:
+    """Write Pushpin's configuration and routes in ``directory`` from the repo's
+    (deploy/pushpin/): its own ports (the other ZeroMQ ports free ones), run and log
+    directories and key, routing to the web processes on ``targets`` in that order."""
+    (directory / "run").mkdir(parents=True, exist_ok=True)
+    (directory / "log").mkdir(exist_ok=True)
+    values = {
+        "rundir": str(directory / "run"), "ipc_prefix": f"pushpin-{http_port}-",
+        "http_port": f"{host}:{http_port}" if host != "0.0.0.0" else str(http_port),
+        "logdir": str(directory / "log"),
+        "routesfile": str(directory / "routes"), "sig_key": sig_key,
+        "push_in_spec": f"tcp://127.0.0.1:{free_port()}",
+        "push_in_sub_specs": f"tcp://127.0.0.1:{free_port()}",
+        "push_in_http_port": str(publish_port),
+        "command_spec": f"tcp://127.0.0.1:{free_port()}",
+        # Every event of every run goes through: the default 2,500 a second would make
+        # a burst wait.
+        "message_rate": "100000", "message_hwm": "200000",
+    }
+    lines = []
+    for line in PUSHPIN_TEMPLATE.read_text().splitlines():
+        key = line.split("=", 1)[0]
+        lines.append(f"{key}={values[key]}" if "=" in line and key in values else line)
+    conf = directory / "pushpin.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    (directory / "routes").write_text(
+        "* " + " ".join(f"127.0.0.1:{port}" for port in targets) + "\n")
+    return conf
+
+
+def grip_url(publish_port: int, sig_key: str) -> str:
+    """GRIP_URL for a Pushpin whose publish endpoint is on ``publish_port``."""
+    return f"http://127.0.0.1:{publish_port}/?iss=pushpin&key={sig_key}"
+
+
+def pushpin_argv(conf: Path) -> list[str]:
+    return [PUSHPIN_BIN, "--config", str(conf), "--merge-output"]
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def pushpin_process(conf: Path, http_port: int, publish_port: int, env: dict[str, str],
+                    log_dir: Path) -> Process:
+    """Pushpin with the configuration ``pushpin_config`` wrote, ready once both its
+    client port and its publish endpoint accept connections."""
+    return Process("pushpin", pushpin_argv(conf), env, log_dir,
+                   ready=lambda p: _answers(http_port) and _answers(publish_port))
+
+
+def edge_argv() -> list[str]:
+    return [sys.executable, "-m", "streams.edge"]
+
+
+def edge_process(env: dict[str, str], log_dir: Path) -> Process:
+    """The edge forwarder (streams/edge.py; env with GRIP_URL), ready once subscribed."""
+    return Process("edge", edge_argv(), env, log_dir,
+                   ready=lambda p: "edge forwarder: subscribed" in p.log())

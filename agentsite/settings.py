@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from gripcontrol import parse_grip_uri
 
 from agentsite import embedded
 from agentsite.env import (
@@ -262,6 +263,16 @@ EVENTSTREAM_STORAGE_CLASS = "streams.storage.EventStore"
 EVENTSTREAM_STORAGE_CONNECTION = redis_kwargs(REDIS_URL)
 # Who may read which channel (run-<id>, user-<id>, reviewers).
 EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"
+
+# --- Edge: live streams held by a GRIP proxy (Pushpin; docs/scaling.md) ------------
+# GRIP_URL: the proxy's publish endpoint and the key it signs requests with, e.g.
+# http://127.0.0.1:5561/?iss=pushpin&key=<sig_key>. Unset (the default): the web
+# processes hold the streams themselves, as without a proxy. django-grip reads
+# GRIP_PROXIES (not GRIP_URL: it would append that to GRIP_PROXIES at every request).
+GRIP_PROXIES = [parse_grip_uri(env_str("GRIP_URL", ""))] if env_str("GRIP_URL", "") else []
+# How often the proxy asks again for a held stream (its next link): access is checked
+# again then, and anything it missed is sent.
+GRIP_RECHECK_SECONDS = env_int("GRIP_RECHECK_SECONDS", 120)
 
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents (runs.registry); every process, web included, imports them

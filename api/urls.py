@@ -6,6 +6,8 @@ from rest_framework.routers import DefaultRouter
 
 from api.interrupts import InterruptViewSet
 from api.runs import AgentListView, ConversationViewSet, RunViewSet
+from streams.grip import held
+from streams.keys import run_channel
 from streams.sse import QueueEventsView, RunEventsView
 from workspace.api import DocumentViewSet
 
@@ -21,7 +23,9 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     # Any id reaches the view, so a malformed one is a JSON 404 like the rest of the API.
-    path("runs/<str:run_id>/events/", RunEventsView.as_view(), name="run-events"),
-    path("events/", QueueEventsView.as_view(), name="queue-events"),
+    # Behind a GRIP proxy (GRIP_URL) the proxy holds the streams (streams/grip.py).
+    path("runs/<str:run_id>/events/",
+         held(RunEventsView.as_view(), lambda run_id: run_channel(run_id)), name="run-events"),
+    path("events/", held(QueueEventsView.as_view(), lambda: None), name="queue-events"),
     path("", include(router.urls)),
 ]

@@ -47,13 +47,15 @@ from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
 from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
+from streams import grip
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
 from streams.follow import FLUSH, KEEPALIVE, ChannelEvents
 from streams.keys import run_channel
 
-# Query parameters of django-eventstream meant for a GRIP proxy, which we do not run:
-# ``es-meta`` would name the channels and the user itself, ``recover`` needs the proxy.
+# Query parameters of django-eventstream meant for a GRIP proxy: only its own next-link
+# requests carry them (streams.grip.next_link), never a client's; ``es-meta`` would name
+# the channels and the user itself, ``recover`` needs the proxy.
 PROXY_PARAMS = ("es-meta", "recover")
 # How often an open stream checks again that its user may still read it.
 RECHECK_AFTER = 30.0
@@ -191,6 +193,9 @@ class EventStreamView(APIView):
         after = last_event_id(request, channel)
         if after is None and from_start:
             after = 0  # from the first stored event
+        if grip.proxied(request):
+            # Behind a GRIP proxy (streams.grip): it holds the stream, we answer now.
+            return grip.hold(request, channel, after)
         # The stream touches the database only to check access again and, for a run, its
         # watchdog's checks (each gives its connection back itself).
         release_db_connections()

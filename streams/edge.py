@@ -1,0 +1,149 @@
+"""The edge forwarder: every stored event, published to the GRIP proxy (Pushpin).
+
+``python -m streams.edge`` (started by ``make run`` with ``EDGE=pushpin``, one per proxy
+in docker-compose.yml). It subscribes to the event store's fan-out
+(``streams.keys.PUBSUB_CHANNEL``: ``{channel, event_type, data, pub_id}`` for every event
+the one store script wrote) and publishes each event on the proxy's channel
+``events-<channel>`` as django-eventstream's GRIP path does (``build-id`` content,
+``id`` = the event's id, ``prev-id`` = the one before), batched: whatever arrived while
+the last publish was under way goes in the next one. Workers and web processes are
+unchanged: they write the store as before.
+
+Nothing here must be perfect. The proxy checks each channel's ids: an event missing
+(lost while this process or its Redis connection was down, or dropped after the proxy
+refused it) makes it ask the web process for what followed its last id (the store has
+it; ``streams.grip``), and it asks every ``GRIP_RECHECK_SECONDS`` anyway. Two forwarders
+on one proxy publish every event twice: the proxy drops an id it has seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+from urllib.parse import quote
+
+import django
+import httpx
+
+log = logging.getLogger("streams.edge")
+
+BATCH_MAX = 500  # items per publish request
+RETRY_FOR = 3.0  # seconds a batch is retried while the proxy does not answer
+RECONNECT_WAIT = 0.5
+
+
+def item(body: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One fan-out message as a GRIP publish item (the library's format, ``publish_event``)."""
+    from django_eventstream.utils import sse_encode_event
+    from gripcontrol import HttpStreamFormat
+    from pubcontrol import Item
+
+    event_id = str(body["pub_id"])
+    content = sse_encode_event(body["event_type"], body["data"], event_id="%I", escape=True)
+    out = Item(HttpStreamFormat(content, content_filters=["build-id"]), id=event_id,
+               prev_id=str(int(event_id) - 1)).export()
+    out["channel"] = f"{prefix}events-{quote(body['channel'])}"
+    return out
+
+
+class Forwarder:
+    def __init__(self, control_uri: str, redis_kwargs: dict[str, Any], prefix: str = "") -> None:
+        self.url = control_uri.rstrip("/") + "/publish/"
+        self.redis_kwargs, self.prefix = redis_kwargs, prefix
+        self.published = 0
+
+    async def publish(self, client: httpx.AsyncClient, items: list[dict[str, Any]]) -> None:
+        deadline = time.monotonic() + RETRY_FOR
+        while True:
+            try:
+                response = await client.post(self.url, json={"items": items})
+                if response.status_code < 300:
+                    self.published += len(items)
+                    return
+                log.warning("proxy refused %d events: %s %s", len(items),
+                            response.status_code, response.text[:200])
+                return  # a bad item would be refused again; the proxy recovers the ids
+            except httpx.HTTPError as exc:
+                if time.monotonic() > deadline:
+                    log.warning("proxy unreachable, %d events left to its recovery: %s",
+                                len(items), exc)
+                    return
+                await asyncio.sleep(0.1)
+
+    async def run(self) -> None:
+        import redis.asyncio as aioredis
+
+        from streams.keys import PUBSUB_CHANNEL
+
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(timeout=5.0, limits=limits) as client:
+            while True:
+                redis = aioredis.Redis(**self.redis_kwargs,
+                                       client_name=f"agentsite-edge-{os.getpid()}")
+                pubsub = redis.pubsub(ignore_subscribe_messages=True)
+                try:
+                    await pubsub.subscribe(PUBSUB_CHANNEL)
+                    print("edge forwarder: subscribed", flush=True)
+                    while True:
+                        message = await pubsub.get_message(timeout=5.0)
+                        if message is None:
+                            continue
+                        batch = [message]
+                        while len(batch) < BATCH_MAX:  # what is waiting already
+                            more = await pubsub.get_message(timeout=0)
+                            if more is None:
+                                break
+                            batch.append(more)
+                        items = [item(json.loads(m["data"]), self.prefix)
+                                 for m in batch if m.get("type") == "message"]
+                        if items:
+                            await self.publish(client, items)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - Redis went away: subscribe again
+                    log.warning("event fan-out lost; subscribing again", exc_info=True)
+                    await asyncio.sleep(RECONNECT_WAIT)
+                finally:
+                    try:
+                        await pubsub.aclose()
+                        await redis.aclose()
+                    except Exception:  # noqa: BLE001 - already gone
+                        pass
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+    django.setup()
+    from django.conf import settings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s edge: %(message)s",
+                        stream=sys.stderr)
+    if not settings.GRIP_PROXIES:
+        print("edge forwarder: GRIP_URL is not set", file=sys.stderr)
+        return 2
+    forwarders = [Forwarder(proxy["control_uri"], settings.EVENTSTREAM_REDIS,
+                            getattr(settings, "GRIP_PREFIX", ""))
+                  for proxy in settings.GRIP_PROXIES]
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        await asyncio.gather(*(f.run() for f in forwarders))
+
+    try:
+        asyncio.run(serve())
+    except asyncio.CancelledError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Browser streams held by a GRIP proxy (Pushpin): the web process answers and forgets.
+
+With ``GRIP_URL`` set (settings: ``GRIP_PROXIES``), a stream request that came through the
+proxy (its ``Grip-Sig`` checked by django-grip's middleware against the proxy's key) is
+authenticated and checked by the stream views as before (``streams.sse``: anonymous → 401,
+someone else's run → 404), then answered at once by django-eventstream's GRIP path: the
+stored events after the client's id (our store, ``streams.storage.EventStore``) and
+``Grip-Hold: stream`` on the channel ``events-<channel>`` with the last id sent as its
+``prev-id``. The proxy holds the connection; ``streams.edge`` publishes every stored
+event to it with ``id`` / ``prev-id``. When the proxy sees an id that does not follow
+(an event missed), and every ``GRIP_RECHECK_SECONDS`` anyway, it asks the view again
+through the hold's next link (``next_link``): the events after the last id it delivered,
+and the access rule checked again for the user the link was signed for. Without
+``GRIP_URL``, and for a request that did not come through the proxy, nothing here runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import decorator_from_middleware
+from django_eventstream.eventrequest import EventRequest
+from django_eventstream.eventstream import EventPermissionError, get_events
+from django_eventstream.utils import sse_error_response
+
+from streams.db import release_db_connections
+
+
+def enabled() -> bool:
+    """A GRIP proxy is configured (``GRIP_URL``)."""
+    return bool(getattr(settings, "GRIP_PROXIES", None))
+
+
+def proxied(request: Any) -> bool:
+    """The request came through our proxy (signed with its key)."""
+    grip = getattr(request, "grip", None)
+    return bool(grip is not None and grip.proxied)
+
+
+def _no_cache(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpResponse:
+    """django-eventstream's GRIP answer (stored events + hold instructions), with the
+    next link asked for every ``GRIP_RECHECK_SECONDS`` (access checked again then)."""
+    try:
+        response = get_events(event_request, user=user).to_grip_response(request)
+    except EventPermissionError as exc:
+        # No hold: the proxy sends this and closes the stream.
+        return _no_cache(sse_error_response("forbidden", str(exc),
+                                            {"channels": exc.channels}))
+    finally:
+        release_db_connections()
+    instruct = request.grip.instruct
+    if instruct is not None and instruct.next_link:
+        instruct.next_link_timeout = settings.GRIP_RECHECK_SECONDS
+    return _no_cache(response)
+
+
+def hold(request: Any, channel: str, after: int | None) -> HttpResponse:
+    """Answer a proxied stream request whose access was checked: events of ``channel``
+    after ``after`` (None: from now on), then held by the proxy."""
+    event_request = EventRequest()
+    event_request.channels = [channel]
+    event_request.channel_last_ids = {} if after is None else {channel: str(after)}
+    event_request.is_next = event_request.is_recover = False
+    event_request.user = request.user
+    return _instructed(event_request, request, request.user)
+
+
+def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
+    """The proxy following a hold's next link (``link=next``: a missed id, or the
+    periodic check): the user and channels come from the link's signed ``es-meta``
+    (django-eventstream's), the last ids from ``Grip-Last`` (``recover``) or
+    ``lastEventId``. ``channel``: the one the URL names, which the link must name too."""
+    try:
+        event_request = EventRequest(request, view_kwargs={"channels": [channel] if channel
+                                                           else []})
+    except Exception as exc:  # noqa: BLE001 - expired / bad es-meta, unknown user: end it
+        return _no_cache(sse_error_response("bad-request", f"Invalid request: {exc}."))
+    finally:
+        release_db_connections()
+    if channel is not None and set(event_request.channels) != {channel}:
+        return _no_cache(sse_error_response("bad-request", "Invalid request: channel."))
+    return _instructed(event_request, request, event_request.user)
+
+
+def held(view: Callable[..., Any], channel_of: Callable[..., str | None]) -> Callable[..., Any]:
+    """``view`` (a stream view) behind the GRIP middleware, with the proxy's next-link
+    requests answered here; ``channel_of(**kwargs)``: the channel the URL names, or None
+    (the queue stream: the user's channel is in the signed link). Without a proxy
+    configured: ``view`` itself."""
+    if not enabled():
+        return view
+    from django_grip import GripMiddleware  # reads GRIP_PROXIES when imported
+
+    def stream(request: HttpRequest, **kwargs: Any) -> Any:
+        if proxied(request) and request.GET.get("link") == "next":
+            return next_link(request, channel_of(**kwargs))
+        return view(request, **kwargs)
+
+    wrapped = decorator_from_middleware(GripMiddleware)(stream)
+    wrapped.csrf_exempt = True  # as DRF's views are; the session check is DRF's own
+    return wrapped

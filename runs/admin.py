@@ -1,23 +1,36 @@
-"""Runs in the admin: read-only rows, a run's timeline, and "cancel run" through the service."""
+"""Runs in the admin: read-only rows, a run's timeline, "cancel run" and "retry run" through
+the services, and token usage (per run, per segment, and totals per user, agent and day)."""
 
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, F, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import ServiceError
+from execution import lifecycle
 from execution.lifecycle import run_cancel
 from hitl.models import AgentInterrupt
-from hitl.selectors import decidable_runs
-from runs.models import AgentRun, AuditLog, Conversation, Message
+from hitl.selectors import can_decide, decidable_runs, is_reviewer
+from pages.retrying import retry_banner
+from runs.models import AgentRun, AuditLog, Conversation, Message, SegmentUsage
 
 
 class MessageInline(admin.TabularInline):
@@ -55,16 +68,43 @@ class AuditInline(admin.TabularInline):
         return request.user.is_active and request.user.is_staff
 
 
+class UsageInline(admin.TabularInline):
+    model = SegmentUsage
+    verbose_name, verbose_name_plural = "segment's token usage", "Token usage per segment"
+    fields = ["segment", "model_name", "calls", "input_tokens", "output_tokens", "total_tokens",
+              "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Whoever may see the run sees what it used.
+        return request.user.is_active and request.user.is_staff
+
+
+# The run page's sections: what went wrong and the retries, then the tokens used.
+FAILURE_FIELDS = ["error", "error_detail", "retries", "retry_at", "retry_reason"]
+USAGE_FIELDS = ["model_name", "input_tokens", "output_tokens", "total_tokens"]
+
+
 @admin.register(AgentRun)
 class AgentRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "agent", "agent_version", "owner", "status", "segments", "created_at"]
+    list_display = ["id", "agent", "agent_version", "owner", "status", "segments",
+                    "total_tokens", "created_at"]
     list_filter = ["status", "agent"]
     search_fields = ["id", "thread_id", "owner__username"]
     # The checkpoint sweep's bookkeeping, not something a reviewer acts on.
     exclude = ["checkpoints_pruned"]
     list_select_related = ["owner"]
-    inlines = [AuditInline]
+    inlines = [UsageInline, AuditInline]
     change_form_template = "admin/runs/agentrun/change_form.html"
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        grouped = set(FAILURE_FIELDS) | set(USAGE_FIELDS)
+        rest = [f for f in self.get_fields(request, obj) if f not in grouped]
+        return [(None, {"fields": rest}),
+                ("Failure and retries", {"fields": FAILURE_FIELDS}),
+                ("Token usage (all segments)", {"fields": USAGE_FIELDS})]
 
     # Staff with the model's view permission see every run; other staff (e.g. a requester
     # following a link from the queue) see the runs whose interrupts they may decide.
@@ -81,7 +121,9 @@ class AgentRunAdmin(ReadOnlyAdmin):
 
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(self.cancel_view)
+        retry = self.admin_site.admin_view(self.retry_view)
         return [path("<path:object_id>/cancel/", cancel, name="runs_agentrun_cancel"),
+                path("<path:object_id>/retry/", retry, name="runs_agentrun_retry"),
                 *super().get_urls()]
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
@@ -92,7 +134,32 @@ class AgentRunAdmin(ReadOnlyAdmin):
             extra["timeline"] = timeline(run)
             extra["cancel_url"] = (None if run.is_finished else
                                    reverse("admin:runs_agentrun_cancel", args=[run.pk]))
+            # The service decides (a later run on the thread refuses it); offered to whoever
+            # it would let retry: the owner or a reviewer.
+            extra["retry_url"] = (reverse("admin:runs_agentrun_retry", args=[run.pk])
+                                  if run.status == AgentRun.Status.FAILED
+                                  and can_decide(request.user, run) else None)
+            extra["retrying"] = retry_banner(run)
+            extra["run"] = run
         return super().change_view(request, object_id, form_url, extra)
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST (CSRF-checked by admin_view): retry a failed run from its last checkpoint."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self.get_object(request, unquote(object_id))
+        if run is None:  # missing, or not this user's: as the admin answers, then the list
+            self.message_user(request, f"Agent run with ID “{unquote(object_id)}” doesn’t "
+                              "exist. Perhaps it was deleted?", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:runs_agentrun_changelist"))
+        try:
+            lifecycle.run_retry(actor=request.user, run_id=run.pk, surface="admin")
+        except ServiceError as err:
+            self.message_user(request, f"Not retried: {err.detail}", messages.ERROR)
+        else:
+            self.message_user(request, "The run is retrying: it goes on from its last "
+                              "checkpoint.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:runs_agentrun_change", args=[run.pk]))
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """GET: the confirmation page. POST (CSRF-checked by admin_view): cancel the run."""
@@ -119,6 +186,99 @@ class AgentRunAdmin(ReadOnlyAdmin):
             "pending": run.interrupts.filter(status=AgentInterrupt.Status.PENDING).count(),
         }
         return TemplateResponse(request, "admin/runs/agentrun/cancel.html", context)
+
+
+class UsageRange(forms.Form):
+    """The totals page's date range (days in the server's time zone, both included)."""
+
+    start = forms.DateField(required=False, label="From",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+    end = forms.DateField(required=False, label="To",
+                          widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            raise forms.ValidationError("“From” must not be after “To”.")
+        return data
+
+
+# Totals over this many days when the page is opened without a range.
+USAGE_DEFAULT_DAYS = 30
+TOKEN_SUMS = {"calls": Sum("calls"), "input": Sum("input_tokens"),
+              "output": Sum("output_tokens"), "total": Sum("total_tokens"),
+              "runs": Count("run", distinct=True)}
+
+
+@admin.register(SegmentUsage)
+class SegmentUsageAdmin(ReadOnlyAdmin):
+    """Every segment's tokens, and the totals page (per user, agent, model and day).
+
+    Reviewers only (superusers are reviewers): usage spans every user's runs."""
+
+    list_display = ["run", "segment", "owner", "agent", "model_name", "calls", "input_tokens",
+                    "output_tokens", "total_tokens", "created_at"]
+    list_filter = ["created_at", "model_name"]
+    search_fields = ["run__id", "run__owner__username", "run__agent"]
+    list_select_related = ["run__owner"]
+    date_hierarchy = "created_at"
+    change_list_template = "admin/runs/segmentusage/change_list.html"
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_staff and is_reviewer(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    @admin.display(ordering="run__owner__username")
+    def owner(self, obj: SegmentUsage) -> str:
+        return obj.run.owner.get_username()
+
+    @admin.display(ordering="run__agent")
+    def agent(self, obj: SegmentUsage) -> str:
+        return obj.run.agent
+
+    def get_urls(self) -> list[Any]:
+        totals = self.admin_site.admin_view(self.totals_view)
+        return [path("totals/", totals, name="runs_segmentusage_totals"), *super().get_urls()]
+
+    def totals_view(self, request: HttpRequest) -> HttpResponse:
+        """Token totals per user, agent, model and day over a date range (GET ?start=&end=)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        today = timezone.localdate()
+        form = UsageRange(request.GET or {"start": today - timedelta(days=USAGE_DEFAULT_DAYS - 1),
+                                          "end": today})
+        context = {**self.admin_site.each_context(request), "title": "Token usage",
+                   "opts": self.opts, "form": form,
+                   "tz": timezone.get_current_timezone_name()}
+        if not form.is_valid():
+            return TemplateResponse(request, "admin/runs/segmentusage/totals.html", context,
+                                    status=400)
+        rows = usage_in(form.cleaned_data.get("start"), form.cleaned_data.get("end"))
+        context.update({
+            "start": form.cleaned_data.get("start"), "end": form.cleaned_data.get("end"),
+            "overall": rows.aggregate(**TOKEN_SUMS),
+            "per_user": rows.values(name=F("run__owner__username"))
+            .annotate(**TOKEN_SUMS).order_by("-total", "name"),
+            "per_agent": rows.values(name=F("run__agent"))
+            .annotate(**TOKEN_SUMS).order_by("-total", "name"),
+            "per_model": rows.values(name=F("model_name"))
+            .annotate(**TOKEN_SUMS).order_by("-total", "name"),
+            "per_day": rows.annotate(day=TruncDate("created_at")).values("day")
+            .annotate(**TOKEN_SUMS).order_by("-day"),
+        })
+        return TemplateResponse(request, "admin/runs/segmentusage/totals.html", context)
+
+
+def usage_in(start: date | None, end: date | None) -> QuerySet[SegmentUsage]:
+    """Segment usage rows recorded from ``start`` to ``end`` (days, both included)."""
+    rows = SegmentUsage.objects.all()
+    if start:
+        rows = rows.filter(created_at__date__gte=start)
+    if end:
+        rows = rows.filter(created_at__date__lte=end)
+    return rows
 
 
 @admin.register(AuditLog)

@@ -81,6 +81,9 @@ def provider_services(django_db_setup, django_db_blocker, tmp_path_factory,
         fake_provider.release()
         web.stop()
         worker.stop()
+        from execution.checkpointer import close_checkpointer
+
+        close_checkpointer()  # tests read threads; its pool would keep the database open
 
 
 @pytest.fixture

@@ -533,7 +533,8 @@ class Handler(BaseHTTPRequestHandler):
         self.chunk(event("message_delta", {
             "type": "message_delta", "delta": {"stop_reason": "end_turn",
                                                "stop_sequence": None},
-            "usage": {"output_tokens": usage_out}}))
+            # Cumulative, as the API sends it now (LangChain reads input_tokens here).
+            "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}))
         self.chunk(event("message_stop", {"type": "message_stop"}))
         self.end_stream()
 

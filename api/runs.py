@@ -28,8 +28,7 @@ from api.serializers import (
     RunCreateSerializer,
     RunSerializer,
 )
-from execution import lifecycle
-from execution.lifecycle import interrupts_answer, run_cancel
+from execution.lifecycle import interrupts_answer, run_cancel, run_retry
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import pending_interrupts, visible_conversations, visible_runs
@@ -148,7 +147,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     @idempotent
     def retry(self, request: Request, pk: str) -> Response:
-        run = lifecycle.run_retry(actor=request.user, run_id=pk, surface="api")
+        run = run_retry(actor=request.user, run_id=pk, surface="api")
         # As the retry committed it (``retrying``): no re-read racing the worker that takes
         # it up at once.
         return Response(RunSerializer(run).data)

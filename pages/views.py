@@ -25,8 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agentsite.errors import Conflict, InvalidInput, ServiceError
 from agentsite.parsers import MAX_DEPTH, check_value
-from execution import lifecycle
-from execution.lifecycle import run_cancel
+from execution.lifecycle import run_cancel, run_retry
 from hitl import policies
 from hitl.cards import card_context, decide_from_post
 from hitl.models import AgentInterrupt
@@ -220,7 +219,7 @@ def _composer(conversation: Conversation, is_owner: bool, latest: AgentRun | Non
     reason = ""
     if not is_owner:
         reason = ("You are viewing someone else's conversation as a reviewer: you can answer "
-                  "its questions and cancel its run, not write in it.")
+                  "its questions, cancel its run and retry it when it failed, not write in it.")
     elif latest is not None and latest.status == AgentRun.Status.PAUSED and pending \
             and answerable == 0:
         reason = "Waiting for a reviewer to answer the question above."
@@ -481,7 +480,7 @@ def retry(request: HttpRequest, conversation_id: str, run_id: str) -> HttpRespon
     conversation, is_owner = _conversation(request, conversation_id)
     run = _run_of(conversation, run_id)
     try:
-        lifecycle.run_retry(actor=request.user, run_id=run.id, surface="page")
+        run_retry(actor=request.user, run_id=run.id, surface="page")
     except ServiceError as err:
         run.refresh_from_db(fields=["status"])
         error = RETRY_REFUSED.get(err.code, err.detail).format(

@@ -25,8 +25,7 @@ from django.utils import timezone
 
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import ServiceError
-from execution import lifecycle
-from execution.lifecycle import run_cancel
+from execution.lifecycle import run_cancel, run_retry
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide, decidable_runs, is_reviewer
 from pages.retrying import retry_banner
@@ -153,7 +152,7 @@ class AgentRunAdmin(ReadOnlyAdmin):
                               "exist. Perhaps it was deleted?", messages.WARNING)
             return HttpResponseRedirect(reverse("admin:runs_agentrun_changelist"))
         try:
-            lifecycle.run_retry(actor=request.user, run_id=run.pk, surface="admin")
+            run_retry(actor=request.user, run_id=run.pk, surface="admin")
         except ServiceError as err:
             self.message_user(request, f"Not retried: {err.detail}", messages.ERROR)
         else:

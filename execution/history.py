@@ -90,8 +90,10 @@ def _canceller(run: AgentRun) -> str:
     status_row = rows.filter(action=AuditLog.Action.RUN_STATUS).order_by("-id").first()
     if status_row is not None and status_row.actor_label != "system:worker":
         return status_row.actor_label
-    # Ended by the graph (HitlCancelled) after a person cancelled its question: that person.
-    asked = rows.filter(action=AuditLog.Action.INTERRUPT_STATUS).order_by("-id").first()
+    # Ended by the graph (HitlCancelled) after a person cancelled its question (their
+    # decision row): that person.
+    asked = (rows.filter(action__in=(AuditLog.Action.DECISION, AuditLog.Action.INTERRUPT_STATUS))
+             .exclude(actor_label="system:worker").order_by("-id").first())
     return asked.actor_label if asked is not None else ""
 
 

@@ -211,6 +211,8 @@ def test_repair_skips_while_the_thread_lock_is_held(api, users):
         other.execute("SELECT pg_advisory_lock(%s::bigint)", [history.lock_key(thread_id)])
         assert history.repair_ended(run["id"]) == 0
         assert checkpoints(thread_id) == written
+        # Released here, not by the close (the server ends the session a moment later).
+        other.execute("SELECT pg_advisory_unlock(%s::bigint)", [history.lock_key(thread_id)])
     assert history.repair_ended(run["id"]) > 0
     wait_repaired(thread_id, timeout=0)
 
@@ -258,3 +260,18 @@ def test_a_thread_broken_before_gets_the_answers_in_place(api, users):
     assert after[2].content == "Not run: the run was cancelled by owner."
     assert after[-1].id == "later"
     assert history.repair_ended(run["id"]) == 0
+
+
+def test_question_cancelled_by_its_answer(api):
+    """The question itself cancelled by an answer (status cancelled): ask_choice has no
+    decline, so the graph ends the run cancelled; the tool message names who cancelled it
+    (their decision), not the worker that ended the run."""
+    owner, reviewer = api("owner"), api("reviewer")
+    run = paused(owner, *ASSISTANT[:2])
+    item = run["pending_interrupts"][0]
+    r = reviewer.post(f"/api/runs/{run['id']}/resume/", json={"resume": [
+        {"interrupt_id": item["interrupt_id"], "status": "cancelled"}]})
+    assert r.status_code == 202, r.text
+    wait_run(owner, run["id"], "cancelled")
+    results = wait_repaired(run["thread_id"])
+    assert set(results.values()) == {"Not run: the run was cancelled by reviewer."}

@@ -276,6 +276,13 @@ def repair_at_start(graph: Any, *, run_id: str, thread_id: str) -> int:
                       reason=lambda: reason_for(_previous_run(thread_id, run_id)))
 
 
+def wait_for_repair(thread_id: str) -> None:
+    """Before a segment goes on with a thread whose run had ended (a failed run retried
+    from its checkpoint): let a repair in progress finish first, never beside it."""
+    with thread_lock(thread_id):
+        pass
+
+
 def repair_ended(run_id: str) -> int:
     """The task's work: repair the thread of a run that ended, unless the thread has an
     active run again (its first segment repairs, under the same lock) or a repair or a

@@ -80,6 +80,8 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
               "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage]}
     left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
     if segment.takeover:
+        # A failed run retried: its repair task (execution.history) may still be writing.
+        history.wait_for_repair(segment.thread_id)
         left = recovery.lost_work(graph.checkpointer, thread_id=segment.thread_id, tag=tag,
                                   everywhere=messages_mode == "messages")
     graph_input = _graph_input(graph, config, segment, left)

@@ -275,3 +275,19 @@ def test_question_cancelled_by_its_answer(api):
     wait_run(owner, run["id"], "cancelled")
     results = wait_repaired(run["thread_id"])
     assert set(results.values()) == {"Not run: the run was cancelled by reviewer."}
+
+
+@pytest.mark.agui_unchecked  # run_fail on a paused run, as in test_failed_run
+def test_a_retried_failed_run_goes_on_from_the_repaired_state(api):
+    """POST /retry/ continues the failed run from its last checkpoint: the repaired one,
+    so the model reads the call answered ("Not run: the run failed.") and the run ends."""
+    client = api("owner")
+    run = paused(client, *ASSISTANT[:2])
+    assert lifecycle.run_fail(run_id=run["id"], error="boom") is not None
+    wait_repaired(run["thread_id"])
+    r = client.post(f"/api/runs/{run['id']}/retry/")
+    assert r.status_code in (200, 202), r.text
+    done = wait_run(client, run["id"], "completed")
+    assert done["result"]["answer"]
+    calls, results = calls_and_results(run["thread_id"])
+    assert set(calls) <= set(results)

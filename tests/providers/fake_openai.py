@@ -11,8 +11,11 @@ other message, a tool message answering no pending call, an unknown role.
 What the next answers are:
 - faults first (``fault(kind, times=...)``): ``429`` (with Retry-After), ``500``,
   ``401``, ``400``, ``hang`` (the answer waits ``seconds``, or until ``release()``, then
-  is the normal answer), ``malformed`` (a chunk that is not JSON), ``cut`` (the
-  connection closed mid-stream); each applies to the next ``times`` requests, then heals;
+  is the normal answer; a client's read timeout gives up on it), ``stall`` (a stream
+  that has begun sends SSE comments every half second until released, then the answer:
+  a slow call no read timeout ends), ``malformed`` (a chunk that is not JSON), ``cut``
+  (the connection closed mid-stream); each applies to the next ``times`` requests, then
+  heals;
 - then scripted replies (``script(...)``), one per request, in order;
 - then the default policy, good for ``assistant`` (``agents/assistant.py``) and the
   provider adopter agent: a request mentioning an order asks ``ask_choice``, one about a
@@ -32,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
+import socket
 import threading
 import time
 import uuid
@@ -41,7 +46,7 @@ from typing import Any
 
 MODEL = "gpt-4o-mini"
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
-FAULTS = {"429", "500", "401", "400", "hang", "malformed", "cut"}
+FAULTS = {"429", "500", "401", "400", "hang", "stall", "malformed", "cut"}
 HISTORY_ERROR = ("An assistant message with 'tool_calls' must be followed by tool messages "
                  "responding to each 'tool_call_id'. The following tool_call_ids did not have "
                  "response messages: {ids}")
@@ -98,7 +103,7 @@ class Fault:
     kind: str
     times: int = 1
     retry_after: float | None = None  # 429: the Retry-After header, seconds
-    seconds: float | None = None  # hang: how long (None: until released)
+    seconds: float | None = None  # hang, stall: how long (None: until released)
     after_chunks: int = 2  # malformed / cut: good chunks sent first
 
 
@@ -347,6 +352,30 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
+    def wait_released(self, fault: Fault, stall: bool) -> None:
+        """Until released or ``fault.seconds`` passed; a stall keeps the stream alive."""
+        deadline = None if fault.seconds is None else time.monotonic() + fault.seconds
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            step = 0.5 if stall else left
+            if step is not None and left is not None:
+                step = min(step, left)
+            if self.provider.released.wait(step) or (left is not None and left <= 0):
+                return
+            if stall:
+                try:
+                    self.chunk(b": still thinking\n\n")
+                except OSError:
+                    return  # the client left; client_gone() says so
+
+    def client_gone(self) -> bool:
+        """The client closed its end (a read timeout gave up on us)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def cut(self) -> None:
         """Close the connection mid-body: the client sees an incomplete chunked read."""
         self.wfile.flush()
@@ -406,16 +435,23 @@ class Handler(BaseHTTPRequestHandler):
             entry.status, entry.answer = status, fault.kind
             self.send_json(status, error, headers)
             return
-        if fault is not None and fault.kind == "hang":
-            entry.answer = "hang"
+        streaming = bool(body.get("stream"))
+        if fault is not None and fault.kind in ("hang", "stall"):
+            entry.answer = fault.kind
+            if fault.kind == "stall" and streaming:
+                self.start_stream("text/event-stream; charset=utf-8")
             with self.provider.lock:
                 self.provider.hanging += 1
             try:
-                self.provider.released.wait(fault.seconds)
+                self.wait_released(fault, stall=fault.kind == "stall" and streaming)
             finally:
                 with self.provider.lock:
                     self.provider.hanging -= 1
-            entry.answer = "hang, then "
+            if self.client_gone():
+                entry.answer += ", client gone"
+                self.close_connection = True
+                return
+            entry.answer += ", then "
         try:
             validate_history(body.get("messages"))
         except HistoryError as err:
@@ -448,6 +484,7 @@ class Handler(BaseHTTPRequestHandler):
                                               "logprobs": None, "finish_reason": finish}]})
             return
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        started = fault is not None and fault.kind == "stall"
 
         def event(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
             data = {**base, "object": "chat.completion.chunk",
@@ -477,7 +514,8 @@ class Handler(BaseHTTPRequestHandler):
                                                   "choices": [], "usage": usage}).encode()
                           + b"\n\n")
         events.append(b"data: [DONE]\n\n")
-        self.start_stream("text/event-stream; charset=utf-8")
+        if not started:
+            self.start_stream("text/event-stream; charset=utf-8")
         if fault is not None and fault.kind in ("malformed", "cut"):
             entry.answer += fault.kind
             for data in events[:fault.after_chunks]:

@@ -4,6 +4,8 @@ raises it. In-process (no worker)."""
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import openai
 import pytest
@@ -107,11 +109,25 @@ def test_hang_times_out_on_the_client_and_release_answers(provider):
         model(provider).invoke([HumanMessage("hi")])
     provider.wait_hanging(1)
     provider.release()
+    deadline = time.monotonic() + 5
+    while provider.requests()[0].answer == "hang":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert provider.requests()[0].answer == "hang, client gone"
     # A hang with a bound answers after it, as a slow provider does.
     provider.reset()
     provider.fault("hang", seconds=0.2)
     assert model(provider).invoke([HumanMessage("slow")]).content.startswith("You asked")
     assert provider.requests()[-1].answer == "hang, then ok"
+
+
+def test_a_stalled_stream_outlasts_the_read_timeout(provider):
+    """A stall keeps the stream alive with SSE comments: a 2 s read timeout does not end a
+    3 s call (the slow provider of issue 28 finding 2)."""
+    provider.fault("stall", seconds=3)
+    text = "".join(str(c.content) for c in model(provider).stream([HumanMessage("slow")]))
+    assert text.startswith("You asked: slow")
+    assert provider.requests()[-1].answer == "stall, then ok"
 
 
 @pytest.mark.parametrize("kind", ["malformed", "cut"])

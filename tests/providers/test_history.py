@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from runs.models import AgentRun
-from tests.helpers import pending, start_run, wait_run
+from tests.helpers import answer_and_wait, pending, start_run, wait_run
 from tests.providers.fake_openai import Recorded, Reply
 
 
@@ -105,3 +105,23 @@ def test_adopter_agent_after_a_cancel(papi, provider):
     assert set(calls) == ids and set(answers) == ids, request.messages
     assert all("cancel" in text.lower() for text in answers.values()), answers
     assert AgentRun.objects.get(pk=second["id"]).status == "completed"
+
+
+def test_a_rejected_tool_call_is_answered_and_the_run_goes_on(papi, provider):
+    """Tool approval's reject: the model reads why the call did not run, in this run and
+    the next (no repair needed: the approval node answers it)."""
+    owner = papi("owner")
+    first = start_run(owner, "assistant", message="Please file a ticket about the login page")
+    first = wait_run(owner, first["id"], "paused")
+    [asked] = provider.requests()
+    call_id = asked.reply["tool_calls"][0]["id"]
+    assert asked.reply["tool_calls"][0]["function"]["name"] == "file_ticket"
+    done = answer_and_wait(owner, first, {"decision": "reject", "reason": "duplicate"},
+                           until="completed")
+    _, answers = calls_and_answers(provider.requests()[-1])
+    assert "rejected" in answers[call_id] and "duplicate" in answers[call_id], answers
+    assert done["result"]["answer"] == provider.requests()[-1].reply["text"]
+
+    second = next_run(owner, "assistant", first, "What are your opening hours?")
+    assert second["status"] == "completed", second["error"]
+    assert_no_400(provider)

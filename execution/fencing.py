@@ -5,9 +5,9 @@ over after its lease lapsed. Its worker may not know yet: a model call can hang 
 minutes, and when it returns the segment would write a checkpoint over the thread's
 newer history (a later run's exchange would vanish from the model's context). So every
 checkpoint write of a segment first checks, under a share lock on the run's row, that
-the run is still running on the segment's lease; the lock is held until the write is
-done, so a cancel or a takeover (which lock the row for update) lands before the check or
-after the write, never between. A refused write raises ``SegmentLost``: the segment
+the run is still running on the segment's lease, in the write's own transaction: a
+cancel or a takeover (which lock the row for update) lands before the check or after the
+write, never between. A refused write raises ``SegmentLost``: the segment
 stops there. Events are fenced in the event store (``streams.storage.SEND_LUA``), the
 business rows by the lease check of the segment's end (``execution.lifecycle``).
 """
@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import transaction
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -27,9 +26,10 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg_pool import ConnectionPool
 
 from runs.models import AgentRun
-from streams.db import release_db_connections
 
 # Keys of a segment's config (``configurable``): whose writes are fenced, and on what.
 RUN_KEY = "agentsite_run"
@@ -46,10 +46,16 @@ def segment_config(*, run_id: str, lease: str) -> dict[str, str]:
 
 
 class FencedCheckpointer(BaseCheckpointSaver):
-    """A checkpointer whose writes for a segment's config are fenced (module doc); reads,
-    and writes without a segment (tests, tools), go straight to ``inner``."""
+    """A PostgresSaver whose writes for a segment's config are fenced (module doc); reads,
+    and writes without a segment (tests, tools), go straight to ``inner``.
 
-    def __init__(self, inner: BaseCheckpointSaver) -> None:
+    A fenced write is one transaction on a connection of the checkpointer's pool: the
+    run's row is share-locked and checked, then the write joins the same transaction, so
+    the check and the write commit together (one statement more per write, no commit
+    more; the pool's connections commit without waiting for the WAL flush,
+    ``execution.checkpointer``)."""
+
+    def __init__(self, inner: PostgresSaver) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
 
@@ -65,13 +71,13 @@ class FencedCheckpointer(BaseCheckpointSaver):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        with fenced(config):
-            return self.inner.put(config, checkpoint, metadata, new_versions)
+        with self.fenced(config) as saver:
+            return saver.put(config, checkpoint, metadata, new_versions)
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                    task_id: str, task_path: str = "") -> None:
-        with fenced(config):
-            self.inner.put_writes(config, writes, task_id, task_path)
+        with self.fenced(config) as saver:
+            saver.put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
         self.inner.delete_thread(thread_id)
@@ -79,27 +85,24 @@ class FencedCheckpointer(BaseCheckpointSaver):
     def get_next_version(self, current: Any, channel: None = None) -> Any:
         return self.inner.get_next_version(current, channel)
 
-
-@contextmanager
-def fenced(config: RunnableConfig) -> Iterator[None]:
-    """Hold a share lock on the segment's run while the caller writes, or raise
-    ``SegmentLost`` when the run is no longer the segment's."""
-    configurable = config.get("configurable") or {}
-    run_id, lease = configurable.get(RUN_KEY), configurable.get(LEASE_KEY)
-    if not (run_id and lease):
-        yield
-        return
-    try:
-        # The write itself goes through the checkpointer's own connection; this
-        # transaction only holds the run's row (FOR NO KEY UPDATE: it waits for, and
-        # holds off, the cancel's and the claim's FOR UPDATE, not readers).
-        with transaction.atomic():
-            held = (AgentRun.objects.select_for_update(no_key=True)
-                    .filter(pk=run_id, status=AgentRun.Status.RUNNING, lease_owner=lease)
-                    .values_list("pk", flat=True).first())
+    @contextmanager
+    def fenced(self, config: RunnableConfig) -> Iterator[BaseCheckpointSaver]:
+        """A saver whose writes commit only while the segment holds its run (raises
+        ``SegmentLost`` otherwise); the plain one for a config without a segment."""
+        configurable = config.get("configurable") or {}
+        run_id, lease = configurable.get(RUN_KEY), configurable.get(LEASE_KEY)
+        pool = self.inner.conn
+        if not (run_id and lease) or not isinstance(pool, ConnectionPool):
+            yield self.inner
+            return
+        with pool.connection() as conn, conn.transaction():
+            # FOR SHARE: parallel writes of one segment do not wait for each other; a
+            # cancel's or a claim's FOR UPDATE waits for the write, or the write for it.
+            held = conn.execute(HOLD_SQL, (run_id, AgentRun.Status.RUNNING, lease)).fetchone()
             if held is None:
                 raise SegmentLost(f"run {run_id}: the segment was superseded; write refused")
-            yield
-    finally:
-        # LangGraph writes from short-lived threads: their connections go back now.
-        release_db_connections()
+            yield PostgresSaver(conn, serde=self.inner.serde)
+
+
+HOLD_SQL = (f"SELECT 1 FROM {AgentRun._meta.db_table} "
+            "WHERE id = %s::uuid AND status = %s AND lease_owner = %s FOR SHARE")

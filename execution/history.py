@@ -16,6 +16,8 @@ advisory lock (``thread_lock``):
 - in the task ``execution.history_repair`` (``repair_ended``), which ``repair_on_commit``
   enqueues when a run ends early: the thread is valid at once, for a reader of its state
   or an adopter continuing it with their own code.
+A segment that goes on with an ended run's thread (a failed run retried) waits for a
+repair in progress (``wait_for_repair``).
 
 This module is safe to import in a web process (the web's cancel enqueues the task, by
 name): LangGraph's graph modules are imported inside the worker-side functions.

@@ -220,9 +220,11 @@
       return;
     }
     if (event.type !== "CUSTOM" && !byId("retry-banner").hidden) {
-      // The next attempt has begun (or the run ended): no longer waiting.
+      // The next attempt has begun (or the run ended): no longer waiting. The run's
+      // start and end set the status and the composer themselves (below).
       hideRetrying();
-      if (chat.dataset.runStatus === "retrying") {
+      const own = ["RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"].includes(event.type);
+      if (chat.dataset.runStatus === "retrying" && !own) {
         setStatus("running");
         refreshComposer();
       }

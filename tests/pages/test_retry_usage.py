@@ -5,9 +5,11 @@ failed run's plain error, its technical detail behind a disclosure and its Retry
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from runs.models import AgentRun, AuditLog
@@ -142,3 +144,28 @@ def test_run_fragment_carries_usage_error_and_retry(users):
         f"/c/{run.conversation_id}/runs/{run.id}/", HTTP_HX_REQUEST="true").content.decode()
     assert "Tokens: 10 in / 5 out / 15 total" in text(html)
     assert DETAIL.split(":")[0] in html and f"/runs/{run.id}/retry/" in html
+
+
+def test_two_retry_clicks_at_once_continue_the_run_once(users):
+    # The owner and a reviewer click Retry together: one goes through, the other is told.
+    run = failed_run(users["owner"])
+    url = f"/c/{run.conversation_id}/runs/{run.id}/retry/"
+    barrier = threading.Barrier(2)
+    codes: list[int] = []
+
+    def click(user) -> None:
+        client = client_for(user)
+        barrier.wait()
+        try:
+            codes.append(client.post(url).status_code)
+        finally:
+            connection.close()  # this thread's own connection
+
+    threads = [threading.Thread(target=click, args=(users[w],)) for w in ("owner", "reviewer")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [302, 409]
+    assert len(retry_audits(run)) == 1
+    wait_status(run, "paused")

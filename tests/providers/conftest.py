@@ -67,7 +67,9 @@ def provider_services(django_db_setup, django_db_blocker, tmp_path_factory,
            "AGENTSITE_AGENT_MODULES": ",".join([*settings.AGENTSITE_AGENT_MODULES,
                                                 "tests.agent_catalog",
                                                 "tests.providers.catalog"]),
-           "OPENAI_BASE_URL": fake_provider.base_url, **PROVIDER_ENV}
+           # LangChain reads OPENAI_API_BASE before the SDK's OPENAI_BASE_URL: both ours.
+           "OPENAI_BASE_URL": fake_provider.base_url, "OPENAI_API_BASE": fake_provider.base_url,
+           **PROVIDER_ENV}
     worker = worker_process(PROVIDER_QUEUE, env, log_dir,
                             name=f"providers-{uuid.uuid4().hex[:8]}@%h")
     web = web_process(port, env, log_dir)

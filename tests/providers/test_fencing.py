@@ -10,6 +10,7 @@ run's channel carries nothing after its RUN_FINISHED.
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -25,10 +26,18 @@ STALE = Reply(tool_calls=[{"name": "kb_search", "args": {"query": "stale"},
                            "id": "call_stale"}])
 
 
-def segment_ends(worker) -> int:
-    """Tasks the provider worker has finished (its log's 'succeeded' / 'raised' lines)."""
-    log = worker.log()
-    return log.count("] succeeded in ") + log.count("] raised ")
+def segments_running(worker) -> int:
+    """Segment tasks the provider worker has received and not yet ended (its log)."""
+    said = re.findall(r"Task runs\.tasks\.run_execute\[[^\]]+\] (\w+)", worker.log())
+    return said.count("received") - sum(1 for w in said if w in ("succeeded", "raised",
+                                                                   "retry"))
+
+
+def wait_segments_running(worker, count: int) -> None:
+    deadline = time.monotonic() + 15
+    while segments_running(worker) != count:
+        assert time.monotonic() < deadline, worker.log()[-3000:]
+        time.sleep(0.05)
 
 
 def test_a_cancelled_runs_late_answer_writes_nothing(papi, provider, plive):
@@ -61,13 +70,10 @@ def test_a_cancelled_runs_late_answer_writes_nothing(papi, provider, plive):
     assert provider.hanging == 1, "the hung call ended before the second run completed"
 
     # The hung call answers now, with a tool call the stale segment would act on.
-    ended = segment_ends(plive["worker"])
+    wait_segments_running(plive["worker"], 1)  # the stale one only
     provider.script(STALE)
     provider.release()
-    deadline = time.monotonic() + 15
-    while segment_ends(plive["worker"]) == ended:
-        assert time.monotonic() < deadline, plive["worker"].log()[-3000:]
-        time.sleep(0.05)
+    wait_segments_running(plive["worker"], 0)  # the stale segment has ended
     assert provider.requests()[0].answer == "stall, then ok"
     assert provider.requests()[0].reply["tool_calls"][0]["id"] == "call_stale"
 

@@ -85,9 +85,6 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         left = recovery.lost_work(graph.checkpointer, thread_id=segment.thread_id, tag=tag,
                                   everywhere=messages_mode == "messages")
     graph_input = _graph_input(graph, config, segment, left)
-    if graph_input is not None and graph_input is segment.initial_state:
-        # A run's start: answer the tool calls an earlier run left unanswered first.
-        history.repair_at_start(graph, run_id=segment.run_id, thread_id=segment.thread_id)
 
     out = _Publisher(segment.run_id, segment.lease)
     mapper = EventMapper(segment.assistant_message_id)
@@ -97,6 +94,10 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         # At once, not with the first step's events: those come after LangGraph has read
         # the checkpoint and planned the step, and a held RUN_STARTED waited for them.
         out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
+    if graph_input is not None and graph_input is segment.initial_state:
+        # A run's start: answer the tool calls an earlier run left unanswered, before
+        # the model sees the thread (after RUN_STARTED: it holds no event back).
+        history.repair_at_start(graph, run_id=segment.run_id, thread_id=segment.thread_id)
     cancelled: HitlCancelled | None = None
     stopped = False
     ours = _Ownership(segment, lost)

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
 from agui import outcomes
-from agui.events import custom, run_error
+from agui.events import custom, run_error, run_started
 from execution import history
 from execution.retries import Failure, backoff_seconds
 from hitl import lifecycle as interrupts
@@ -305,7 +305,12 @@ def run_fail(*, run_id: str, error: str, code: str = "agent_error",
         run_transition(run=run, to=Status.FAILED, payload={"code": code},
                        fields=("error", "error_detail", "retry_at", *LEASE_FIELDS))
         history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
-        publish_on_commit(run.id, [run_error(message=error[:2000], code=code)])
+        # A standalone end (RUN_STARTED, RUN_ERROR): the event store ends the segment's
+        # AG-UI run instead when one is open (streams.storage.SEND_LUA, ``end``); a
+        # paused or waiting run has none.
+        publish_on_commit(run.id, [run_started(thread_id=run.thread_id, run_id=str(run.id)),
+                                   run_error(message=error[:2000], code=code)],
+                          fence=("end", ""))
     return run
 
 
@@ -365,12 +370,16 @@ def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
                 .exclude(pk=run.pk).exists()):
             raise Conflict("the conversation has gone on since this run failed; start a new "
                            "run instead", code="thread_moved_on")
+        # The failure stays in the audit trail (its status row and this one's payload);
+        # the run no longer shows it.
+        failed = {"error": run.error, "error_detail": run.error_detail}
         run.retry_at = timezone.now()
         run.retry_reason = "Retry requested"
         run.finished_at = None
+        run.error = run.error_detail = ""
         run_transition(run=run, to=Status.RETRYING, actor=actor, surface=surface,
-                       payload={"code": "retry_requested"},
-                       fields=("retry_at", "retry_reason"))
+                       payload={"code": "retry_requested", "failed": failed},
+                       fields=("retry_at", "retry_reason", "error", "error_detail"))
         _enqueue_retry_on_commit(run, 0)
     return run
 

@@ -233,9 +233,10 @@ def publish_on_commit(run_id: object, events: Iterable[BaseEvent] = (),
     is committed. Events are recoverable (connect rebuilds a thread from the database);
     business state must not depend on them.
 
-    ``fence``: ``("claim", lease)`` (a segment's claim: the channel is its own) or
+    ``fence``: ``("claim", lease)`` (a segment's claim: the channel is its own),
     ``("close", "")`` (the run was cancelled: ``events`` are a standalone AG-UI end, and
-    no segment publishes on the channel after them), see ``SEND_LUA``."""
+    no segment publishes on the channel after them) or ``("end", "")`` (a standalone end
+    that ends an open AG-UI run instead), see ``SEND_LUA``."""
     batch = list(events)
     box = _Outbox()
     box.add(run_channel(run_id), batch, run_id=run_id)

@@ -43,6 +43,7 @@ from streams.keys import (
 #   (RUN_STARTED, RUN_FINISHED). If a segment's AG-UI run is open on the channel (read
 #   back to its RUN_STARTED), that run is ended instead: what it left open is closed
 #   (text messages, tool calls, steps, as the protocol wants) and the RUN_STARTED dropped.
+# - ``end`` (a failure): as ``close``, but the fence stays (the run may be retried).
 # - none: the services' other publishes on commit, made under the run's lock.
 SEND_LUA = """
 local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
@@ -106,8 +107,8 @@ for k = 1, #KEYS / 2 do
   elseif op == 'check' then
     local holder = redis.call('GET', fence)
     allowed = holder == false or holder == token
-  elseif op == 'close' then
-    redis.call('SET', fence, 'closed', 'EX', ttl)
+  elseif op == 'close' or op == 'end' then
+    if op == 'close' then redis.call('SET', fence, 'closed', 'EX', ttl) end
     local closes = open_run(counter, channel)
     if closes then
       table.remove(datas, 1)

@@ -110,9 +110,6 @@ def test_cancel_by_a_reviewer_names_the_reviewer(api):
     assert set(results.values()) == {"Not run: the run was cancelled by reviewer."}
 
 
-# run_fail on a paused run publishes RUN_ERROR with no AG-UI run open (a worker fails a
-# run while its segment runs); the events are not what this test is about.
-@pytest.mark.agui_unchecked
 @pytest.mark.parametrize("agent, first, second", [ASSISTANT, ADOPTER],
                          ids=["assistant", "create_agent"])
 def test_failed_run(api, agent, first, second):
@@ -277,7 +274,6 @@ def test_question_cancelled_by_its_answer(api):
     assert set(results.values()) == {"Not run: the run was cancelled by reviewer."}
 
 
-@pytest.mark.agui_unchecked  # run_fail on a paused run, as in test_failed_run
 def test_a_retried_failed_run_goes_on_from_the_repaired_state(api):
     """POST /retry/ continues the failed run from its last checkpoint: the repaired one,
     so the model reads the call answered ("Not run: the run failed.") and the run ends."""

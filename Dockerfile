@@ -13,7 +13,10 @@ COPY execution execution
 COPY api api
 COPY pages pages
 COPY agents agents
-RUN pip install .
+# The chat model providers' packages (AGENT_MODEL=openai:…, anthropic:…, ollama:…);
+# build with --build-arg EXTRAS= for none.
+ARG EXTRAS=openai,anthropic,ollama
+RUN pip install ".[${EXTRAS}]"
 COPY . .
 RUN useradd --create-home app && chown -R app /app
 USER app

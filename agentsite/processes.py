@@ -171,10 +171,12 @@ def _answers(port: int) -> bool:
 
 def pushpin_process(conf: Path, http_port: int, publish_port: int, env: dict[str, str],
                     log_dir: Path) -> Process:
-    """Pushpin with the configuration ``pushpin_config`` wrote, ready once both its
-    client port and its publish endpoint accept connections."""
+    """Pushpin with the configuration ``pushpin_config`` wrote, ready once its publish
+    endpoint accepts connections and a request through it reaches a web process (its
+    proxy refuses requests with a 502 until its own HTTP client is connected)."""
     return Process("pushpin", pushpin_argv(conf), env, log_dir,
-                   ready=lambda p: _answers(http_port) and _answers(publish_port))
+                   ready=lambda p: _answers(publish_port)
+                   and healthy(f"http://127.0.0.1:{http_port}"))
 
 
 def edge_argv() -> list[str]:
@@ -185,3 +187,32 @@ def edge_process(env: dict[str, str], log_dir: Path) -> Process:
     """The edge forwarder (streams/edge.py; env with GRIP_URL), ready once subscribed."""
     return Process("edge", edge_argv(), env, log_dir,
                    ready=lambda p: "edge forwarder: subscribed" in p.log())
+
+
+def children_of(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def crash(process: Process) -> None:
+    """Kill ``process`` and its children at once (SIGKILL), as a machine failure would.
+    Pushpin's runner starts its services each in a session of their own: killing the
+    runner's group alone would leave them serving."""
+    if process.proc is None or process.proc.poll() is not None:
+        return
+    for pid in children_of(process.proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.stop(sig=signal.SIGKILL)

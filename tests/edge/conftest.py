@@ -58,7 +58,7 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     started: list[Process] = []
     try:
         with django_db_blocker.unblock():
-            for process in (pushpin, forwarder, *webs, worker2):
+            for process in (*webs, pushpin, forwarder, worker2):
                 process.start()
                 started.append(process)
         yield {"pushpin": pushpin, "forwarder": forwarder, "webs": webs, "worker2": worker2,

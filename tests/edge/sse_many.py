@@ -22,6 +22,11 @@ class Stream:
     latencies: list[float] = field(default_factory=list)  # seconds, for data with "t"
     controls: list[str] = field(default_factory=list)  # stream-open, stream-error, ...
     connects: int = 0
+    drops: int = 0  # streams that had opened and then ended (the proxy went away)
+    # Requests left unanswered for ``head_timeout`` seconds, then made again (a browser's
+    # EventSource would wait: see docs/scaling.md, "Known issues").
+    stalls: int = 0
+    head_timeout: float = 10.0
     last_id: str | None = None
     error_body: bytes = b""
 
@@ -47,7 +52,11 @@ class Stream:
                 head += f"Last-Event-ID: {self.last_id}\r\n"
             writer.write((head + "\r\n").encode())
             await writer.drain()
-            status_line = await reader.readline()
+            try:
+                status_line = await asyncio.wait_for(reader.readline(), self.head_timeout)
+            except TimeoutError:
+                self.stalls += 1
+                return
             if not status_line:
                 raise ValueError("no answer")
             self.status = int(status_line.split()[1])
@@ -65,6 +74,7 @@ class Stream:
             chunked = headers.get("transfer-encoding", "").lower() == "chunked"
             buffer = ""
             reading = asyncio.ensure_future(stop.wait())
+            ended = True  # by the server, unless the client stops
             try:
                 while True:
                     if chunked:
@@ -73,6 +83,7 @@ class Stream:
                                                      return_when=asyncio.FIRST_COMPLETED)
                         if reading in done:
                             size_task.cancel()
+                            ended = False
                             return
                         size = int(size_task.result().strip() or b"0", 16)
                         if size == 0:
@@ -85,6 +96,7 @@ class Stream:
                                                      return_when=asyncio.FIRST_COMPLETED)
                         if reading in done:
                             read.cancel()
+                            ended = False
                             return
                         if not read.result():
                             return
@@ -96,6 +108,8 @@ class Stream:
                         self._event(block, now, stamp)
             finally:
                 reading.cancel()
+                if ended:
+                    self.drops += 1
         finally:
             writer.close()
 

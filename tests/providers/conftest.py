@@ -24,12 +24,12 @@ from tests.providers.fake_openai import FakeProvider
 
 PROVIDER_QUEUE = f"agentsite-providers-{os.getpid()}"
 MODEL = "openai:gpt-4o-mini"
-# A hung call gives up after MODEL_TIMEOUT_SECONDS (long enough for the fencing test to
-# cancel, run and finish another run while it hangs); no SDK retry, so each failure the
-# fake server scripts is one segment attempt; three run-level retries half a second on.
+# A hung call gives up after MODEL_TIMEOUT_SECONDS (a read timeout: the fake server's
+# 'stall' outlasts it, for the fencing test); no SDK retry, so each failure the fake
+# server scripts is one segment attempt; three run-level retries half a second on.
 PROVIDER_ENV = {
     "AGENT_MODEL": MODEL, "OPENAI_API_KEY": "test",
-    "MODEL_TIMEOUT_SECONDS": "5", "MODEL_MAX_RETRIES": "0", "MODEL_RUN_RETRIES": "3",
+    "MODEL_TIMEOUT_SECONDS": "2", "MODEL_MAX_RETRIES": "0", "MODEL_RUN_RETRIES": "3",
     "MODEL_RETRY_BACKOFF_SECONDS": "0.5", "MODEL_RETRY_BACKOFF_MAX_SECONDS": "2",
     # The worker's reaper looks often: a run due for its next attempt starts quickly.
     "SWEEP_SECONDS": "0.3",

@@ -123,8 +123,8 @@ def test_hang_times_out_on_the_client_and_release_answers(provider):
 
 def test_a_stalled_stream_outlasts_the_read_timeout(provider):
     """A stall keeps the stream alive with SSE comments: a 2 s read timeout does not end a
-    3 s call (the slow provider of issue 28 finding 2)."""
-    provider.fault("stall", seconds=3)
+    2.5 s call (the slow provider of issue 28 finding 2)."""
+    provider.fault("stall", seconds=2.5)
     text = "".join(str(c.content) for c in model(provider).stream([HumanMessage("slow")]))
     assert text.startswith("You asked: slow")
     assert provider.requests()[-1].answer == "stall, then ok"

@@ -13,7 +13,7 @@ VENV   := $(if $(filter 3.11,$(PY_VERSION)),.venv,.venv-$(PY_VERSION))
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast install lint bench clean-data browser
+.PHONY: run test test-fast install lint bench clean-data browser pushpin
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON_EXE)" || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## Install everything, then start web + worker (+ embedded Postgres/Redis when no URLs are set).
+## EDGE=pushpin: Pushpin in front of WEB_PROCESSES (2) web processes (docs/scaling.md).
 run: $(STAMP)
 	$(PY) -m agentsite.launch
 
@@ -36,7 +37,15 @@ browser: $(STAMP)
 	  apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
 	else $(PY) -m playwright install chromium; fi
 
-test: $(STAMP) browser
+## Pushpin for the edge tests (tests/edge) and EDGE=pushpin: Debian's package as root
+## (it brings zurl and condure); elsewhere those tests skip.
+pushpin:
+	@if [ -x /usr/bin/pushpin ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y pushpin || { apt-get update && apt-get install -y pushpin; }; \
+	else echo "pushpin not installed: tests/edge will skip (apt-get install pushpin)"; fi
+
+test: $(STAMP) browser pushpin
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 

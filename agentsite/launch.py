@@ -1,6 +1,8 @@
 """`make run`: embedded services if needed, migrate, demo user, then web + worker + beat
-under a supervisor. A child that dies is restarted with exponential backoff (and logged); the
-embedded servers, when used, are watched and restarted on their port the same way.
+under a supervisor; with EDGE=pushpin also Pushpin in front of the web processes
+(WEB_PROCESSES of them) and the edge forwarder (docs/scaling.md). A child that dies is
+restarted with exponential backoff (and logged); the embedded servers, when used, are
+watched and restarted on their port the same way.
 Only Ctrl-C / SIGTERM stops everything.
 """
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -15,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agentsite import embedded
+from agentsite import embedded, processes
 
 log = logging.getLogger("agentsite.launch")
 
@@ -145,9 +148,14 @@ def main() -> int:
     manage("collectstatic", "--noinput", "-v", "0")
     manage("ensure_demo_user")
 
+    edge = edge_children(env, host, int(port))
+    webs = [Child(f"web{i + 1}" if len(edge.web_ports) > 1 else "web",
+                  [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
+                   "127.0.0.1" if edge.children else host, "--port", str(web_port),
+                   "--no-access-log"])
+            for i, web_port in enumerate(edge.web_ports)]
     supervisor = Supervisor(env=env, services=services, children=[
-        Child("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host", host,
-                      "--port", port, "--no-access-log"]),
+        *webs, *edge.children,
         Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
                          "--concurrency", env.get("WORKER_CONCURRENCY", "8")]),
         # Sends the periodic deadline / escalation sweep (CELERY_BEAT_SCHEDULE).
@@ -160,6 +168,38 @@ def main() -> int:
     finally:
         embedded.stop_started()
         print("stopped.", flush=True)
+
+
+@dataclass
+class Edge:
+    web_ports: list[int]
+    children: list[Child] = field(default_factory=list)
+
+
+def edge_children(env: dict[str, str], host: str, port: int) -> Edge:
+    """EDGE=pushpin: Pushpin on HOST:PORT in front of WEB_PROCESSES web processes on the
+    next ports, and the edge forwarder; GRIP_URL (with a fresh key) goes into ``env``.
+    Otherwise one web process on HOST:PORT, holding its streams itself."""
+    edge = env.get("EDGE", "").strip().lower()
+    if not edge:
+        return Edge(web_ports=[port])
+    if edge != "pushpin":
+        sys.exit(f"EDGE={edge!r}: the only edge is 'pushpin'")
+    if not processes.pushpin_installed():
+        sys.exit("EDGE=pushpin, but Pushpin is not installed (Debian: apt-get install pushpin)")
+    count = int(env.get("WEB_PROCESSES", "2"))
+    web_ports = [port + 1 + i for i in range(count)]
+    publish_port = int(env.get("GRIP_PUBLISH_PORT", "5561"))
+    key = secrets.token_hex(16)
+    conf = processes.pushpin_config(processes.ROOT / ".data" / "pushpin", http_port=port,
+                                    publish_port=publish_port, sig_key=key,
+                                    targets=web_ports, host=host)
+    env["GRIP_URL"] = processes.grip_url(publish_port, key)
+    print(f"edge: Pushpin on {host}:{port} in front of web processes on "
+          f"{', '.join(map(str, web_ports))}; publish endpoint 127.0.0.1:{publish_port}")
+    return Edge(web_ports=web_ports, children=[
+        Child("pushpin", processes.pushpin_argv(conf)),
+        Child("edge", processes.edge_argv())])
 
 
 if __name__ == "__main__":

@@ -124,6 +124,7 @@ def main() -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s edge: %(message)s",
                         stream=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per publish
     if not settings.GRIP_PROXIES:
         print("edge forwarder: GRIP_URL is not set", file=sys.stderr)
         return 2

@@ -59,8 +59,8 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     try:
         with django_db_blocker.unblock():
             for process in (*webs, pushpin, forwarder, worker2):
+                started.append(process)  # stopped even if it never gets ready
                 process.start()
-                started.append(process)
         yield {"pushpin": pushpin, "forwarder": forwarder, "webs": webs, "worker2": worker2,
                "port": http_port, "base_url": f"http://127.0.0.1:{http_port}",
                "web_ports": web_ports, "env": env}

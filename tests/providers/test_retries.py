@@ -144,6 +144,36 @@ def test_budget_exhausted_fails(papi, provider):
     # 0.5 s doubled each time, at most MODEL_RETRY_BACKOFF_MAX_SECONDS.
     assert [v["delaySeconds"] for v in values] == [0.5, 1.0, 2.0]
     assert published_events(run["id"])[-1]["type"] == "RUN_ERROR"
+    # The provider is back: a person retries the run, and it completes.
+    assert owner.post(f"/api/runs/{run['id']}/retry/").status_code // 100 == 2
+    done = wait_run(owner, run["id"], FINAL, timeout=20)
+    assert done["status"] == "completed", (done["error"], done["error_detail"])
+    assert [r.answer for r in provider.requests()] == ["500"] * (BUDGET + 1) + ["ok"]
+
+
+def test_manual_retry_goes_on_from_the_last_checkpoint(papi, provider):
+    """The answer given before the failure is not asked again: the retried segment
+    sends the model the conversation with it."""
+    owner = papi("owner")
+    run = start_run(owner, "assistant", message="help me with my order")
+    run = wait_run(owner, run["id"], "paused")
+    provider.fault("401")  # the model call after the answer
+    answered = owner.post(f"/api/runs/{run['id']}/resume/", json={
+        "interrupt_id": run["pending_interrupts"][0]["interrupt_id"],
+        "payload": {"value": "Order status"}})
+    assert answered.status_code == 202, answered.text
+    assert wait_run(owner, run["id"], FINAL, timeout=20)["status"] == "failed"
+    assert owner.post(f"/api/runs/{run['id']}/retry/").status_code // 100 == 2
+    done = wait_run(owner, run["id"], FINAL, timeout=20)
+    assert done["status"] == "completed", (done["error"], done["error_detail"])
+    assert not done["pending_interrupts"]
+    asked, refused, retried = provider.requests()
+    assert (asked.answer, refused.answer, retried.answer) == ("ok", "401", "ok")
+    # The retried call is the failed one again: same conversation, the answer in it.
+    assert retried.messages == refused.messages
+    assert retried.messages[-1]["role"] == "tool"
+    assert retried.messages[-1]["content"] == "User chose: Order status"
+    assert done["result"]["answer"] == retried.reply["text"]
 
 
 def test_manual_retry_continues_a_failed_run_once(papi, provider):

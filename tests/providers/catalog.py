@@ -6,7 +6,8 @@ tests/providers/agents.py, imported only by the worker.
 
 from __future__ import annotations
 
-from runs.registry import Agent, register
+from agents.catalog import AssistantInput
+from runs.registry import Agent, Policy, register
 from tests.agent_catalog import NoInput
 
 # tests/adopter_agents.py's create_agent + HumanInTheLoopMiddleware agent, on the chat
@@ -15,3 +16,9 @@ register(Agent(name="provider_adopter", version="1", input_model=NoInput,
                description="create_agent + HumanInTheLoopMiddleware on AGENT_MODEL (tests)",
                builder="tests.providers.agents.adopter_build",
                initial_state="tests.adopter_agents.messages_state"))
+
+# The assistant, its questions due within a minute (the expiry test sweeps past that).
+register(Agent(name="provider_assistant_deadline", version="1", input_model=AssistantInput,
+               description="assistant whose questions expire (tests)",
+               builder="agents.assistant.build", initial_state="agents.assistant.initial_state",
+               policy=Policy(timeout=60.0)))

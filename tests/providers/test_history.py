@@ -5,10 +5,16 @@ provider that validates histories as OpenAI does answers instead of a 400."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.utils import timezone
+
+from agentsite.celery import app as celery_app
+from execution.deadlines import sweep
 from runs.models import AgentRun
 from tests.helpers import answer_and_wait, pending, start_run, wait_run
+from tests.providers.conftest import PROVIDER_QUEUE
 from tests.providers.fake_openai import Recorded, Reply
 
 
@@ -125,3 +131,27 @@ def test_a_rejected_tool_call_is_answered_and_the_run_goes_on(papi, provider):
     second = next_run(owner, "assistant", first, "What are your opening hours?")
     assert second["status"] == "completed", second["error"]
     assert_no_400(provider)
+
+
+def test_after_a_question_expired_the_next_run_sends_the_call_answered(papi, provider):
+    owner = papi("owner")
+    first = start_run(owner, "provider_assistant_deadline", message="help me with my order")
+    first = wait_run(owner, first["id"], "paused")
+    [asked] = provider.requests()
+    call_id = asked.reply["tool_calls"][0]["id"]
+    # Beat's deadline sweep, as it runs once the question is overdue; its repair task
+    # goes to the provider worker.
+    before, celery_app.conf.task_default_queue = (celery_app.conf.task_default_queue,
+                                                  PROVIDER_QUEUE)
+    try:
+        assert sweep(now=timezone.now() + timedelta(minutes=2))["runs_expired"] == 1
+    finally:
+        celery_app.conf.task_default_queue = before
+    assert wait_run(owner, first["id"], "expired")["status"] == "expired"
+
+    second = next_run(owner, "provider_assistant_deadline", first,
+                      "What are your opening hours?")
+    assert second["status"] == "completed", second["error"]
+    assert_no_400(provider)
+    _, answers = calls_and_answers(provider.requests(containing="opening hours")[0])
+    assert "expired" in answers[call_id], answers

@@ -302,7 +302,10 @@ def repair_ended(run_id: str) -> int:
         if AgentRun.objects.filter(thread_id=run.thread_id,
                                    status__in=AgentRun.ACTIVE).exists():
             return 0
-        latest = (AgentRun.objects.filter(thread_id=run.thread_id)
+        # The thread's latest ended run left the calls unanswered (not a run started
+        # since the check above: it is queued, and its first segment waits for us).
+        latest = (AgentRun.objects.filter(thread_id=run.thread_id,
+                                          status__in=AgentRun.FINISHED)
                   .order_by("-created_at").first())
         return repair(graphs.compiled(run.agent), run.thread_id,
                       reason=lambda: reason_for(latest))

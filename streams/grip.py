@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote, unquote, urlencode
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import decorator_from_middleware
 from django_eventstream.eventrequest import EventRequest
@@ -46,9 +49,22 @@ def _no_cache(response: HttpResponse) -> HttpResponse:
     return response
 
 
+_SIGNER = signing.Signer(salt="streams.grip.next")
+
+
+def _next_uri(path: str, channel: str, user: Any) -> str:
+    """The hold's next link: the same for every stream of one user on one channel, so the
+    proxy asks once for all of them (it shares requests to one URI, and makes at most
+    10 such updates a second: Pushpin's handler). django-eventstream's own link has an
+    expiry to the second in it, which makes nearly every stream's link its own."""
+    token = _SIGNER.sign(f"{quote(channel)} {user.pk if user is not None else ''}")
+    return f"{path}?{urlencode({'link': 'next', 'recover': 'true', 'es-hold': token})}"
+
+
 def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpResponse:
-    """django-eventstream's GRIP answer (stored events + hold instructions), with the
-    next link asked for every ``GRIP_RECHECK_SECONDS`` (access checked again then)."""
+    """django-eventstream's GRIP answer (stored events + hold instructions), with our
+    next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
+    again then) and whenever the proxy misses an id."""
     try:
         response = get_events(event_request, user=user).to_grip_response(request)
     except EventPermissionError as exc:
@@ -59,7 +75,9 @@ def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpRes
         release_db_connections()
     instruct = request.grip.instruct
     if instruct is not None and instruct.next_link:
-        instruct.next_link_timeout = settings.GRIP_RECHECK_SECONDS
+        (channel,) = event_request.channels
+        instruct.set_next_link(_next_uri(request.path, channel, user),
+                               timeout=settings.GRIP_RECHECK_SECONDS)
     return _no_cache(response)
 
 
@@ -75,20 +93,28 @@ def hold(request: Any, channel: str, after: int | None) -> HttpResponse:
 
 
 def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
-    """The proxy following a hold's next link (``link=next``: a missed id, or the
-    periodic check): the user and channels come from the link's signed ``es-meta``
-    (django-eventstream's), the last ids from ``Grip-Last`` (``recover``) or
-    ``lastEventId``. ``channel``: the one the URL names, which the link must name too."""
+    """The proxy following a hold's next link (``link=next``: a missed id, a channel
+    newly subscribed, or the periodic check): the channel and the user come from the
+    link's signed ``es-hold`` (``_next_uri``), the last id the proxy delivered from
+    ``Grip-Last``; access is checked again for that user. ``channel``: the one the URL
+    names, which the link must name too."""
     try:
-        event_request = EventRequest(request, view_kwargs={"channels": [channel] if channel
-                                                           else []})
-    except Exception as exc:  # noqa: BLE001 - expired / bad es-meta, unknown user: end it
-        return _no_cache(sse_error_response("bad-request", f"Invalid request: {exc}."))
+        quoted, _, user_id = _SIGNER.unsign(request.GET.get("es-hold", "")).partition(" ")
+        user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    except signing.BadSignature:
+        return _no_cache(sse_error_response("bad-request", "Invalid request: next link."))
     finally:
         release_db_connections()
-    if channel is not None and set(event_request.channels) != {channel}:
+    held = unquote(quoted)
+    if channel is not None and held != channel:
         return _no_cache(sse_error_response("bad-request", "Invalid request: channel."))
-    return _instructed(event_request, request, event_request.user)
+    event_request = EventRequest()
+    event_request.channels = [held]
+    last = request.grip.last.get(f"events-{quote(held)}")
+    event_request.channel_last_ids = {held: last} if last else {}
+    event_request.is_next = event_request.is_recover = True
+    event_request.user = user
+    return _instructed(event_request, request, user)
 
 
 def held(view: Callable[..., Any], channel_of: Callable[..., str | None]) -> Callable[..., Any]:

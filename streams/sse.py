@@ -56,7 +56,7 @@ from streams.keys import run_channel
 # Query parameters of django-eventstream meant for a GRIP proxy: only its own next-link
 # requests carry them (streams.grip.next_link), never a client's; ``es-meta`` would name
 # the channels and the user itself, ``recover`` needs the proxy.
-PROXY_PARAMS = ("es-meta", "recover")
+PROXY_PARAMS = ("es-meta", "es-hold", "recover")
 # How often an open stream checks again that its user may still read it.
 RECHECK_AFTER = 30.0
 KEEPALIVE_AFTER = 20.0

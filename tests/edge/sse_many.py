@@ -6,6 +6,7 @@ stream keeps every ``<channel>:<n>`` it got, and reconnects with ``Last-Event-ID
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -27,6 +28,9 @@ class Stream:
     # EventSource would wait: see docs/scaling.md, "Known issues").
     stalls: int = 0
     head_timeout: float = 10.0
+    # 5xx answers made again: Pushpin's 502 (its queue to zurl full) and 500 "Accept
+    # service unavailable." (its handler not reachable yet, right after a restart).
+    refusals: int = 0
     last_id: str | None = None
     error_body: bytes = b""
 
@@ -36,9 +40,11 @@ class Stream:
                 await self._once(stop, stamp)
             except (OSError, asyncio.IncompleteReadError, ValueError):
                 pass
-            if not self.reconnect or self.status not in (0, 200) or stop.is_set():
+            if self.reconnect and self.status >= 500:
+                self.refusals += 1  # made again, later (docs/scaling.md, "Known issues")
+            elif not self.reconnect or self.status not in (0, 200) or stop.is_set():
                 return
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.1 + random.random())  # many clients: spread out
 
     async def _once(self, stop: asyncio.Event, stamp: bool) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port, limit=2 ** 20)

@@ -21,6 +21,9 @@ measured; the load average is printed before and after each N.
 Streams open in waves of ``--wave`` (the next wave once the last one is answered, or
 after 2 s), as browsers arrive; a stream refused (Pushpin's 502) is counted, not retried.
 
+Its database is BENCH_DATABASE (default agentsite_bench): give it a name of its own when
+another bench may run at the same time (each drops and makes its database anew).
+
 Usage: python bench/streams.py [--edge 100,1000,10000] [--direct 100,1000,2000]
        [--runs 100] [--events 5] [--wave 250]
 """
@@ -223,8 +226,11 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         with httpx.Client(base_url=base, headers={"Authorization": f"Token {token}"},
                           timeout=60) as client:
-            runs = [client.post("/api/runs/", json={"agent": "dev", "message": "bench"})
-                    .json()["id"] for _ in range(args.runs)]
+            runs = []
+            for _ in range(args.runs):
+                started = client.post("/api/runs/", json={"agent": "dev", "message": "bench"})
+                assert started.status_code == 201, started.text
+                runs.append(started.json()["id"])
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline:
                 statuses = {client.get(f"/api/runs/{r}/").json()["status"] for r in runs}

@@ -3,22 +3,36 @@
  *
  *   const stream = agentsiteEvents.open("/api/runs/<id>/events/", {
  *     onEvent(data, meta) { ... },   // data: the parsed JSON (an AG-UI event, or a queue change)
- *     onError(info) { ... },         // the stream is closed for good (401/404, access revoked)
+ *     onError(info) { ... },         // the stream is closed for good (401/403/404, access revoked)
  *     onGap(info) { ... },           // events the store no longer has (expired after 24 h):
  *                                    // rebuild from the REST / AG-UI connect API
+ *     onState(state) { ... },        // "open", "reconnecting" (waiting to reopen) or "closed"
  *   });
  *   stream.close();
  *
  * Every event id is "<channel>:<n>" (n grows by one per channel; several channels are
- * joined with ","). The browser reconnects by itself and sends Last-Event-ID; the server
- * then replays what was missed. This wrapper:
+ * joined with ","), or "<channel>:<n>.<k>" for an event the server made after stored
+ * event n (streams/sse.py: a resume from it starts after n). This wrapper:
  *   - drops any event whose id it has already seen (a replay can repeat events), and
  *   - when a number is skipped (n > last + 1) reopens the stream after the last event it
  *     has, so the server replays the missing ones: the handler sees each event once, in order.
+ *   - reopens a stream the browser gave up on. EventSource reconnects by itself only after
+ *     a dropped connection; any non-200 answer (a proxy's 502/503 during a burst or a
+ *     deploy, Pushpin's 500 just after a restart, but also 401/404) leaves it CLOSED for
+ *     good. Then one plain request to the same URL (aborted once its status is known)
+ *     tells them apart: 400/401/403/404/410 end the stream (onError), anything else
+ *     reopens it after a jittered backoff (1 s doubling to 30 s; back to 1 s once a
+ *     stream delivered an event or stayed open 30 s), from the last event seen (the
+ *     `lastEventId` query parameter: a new EventSource cannot set Last-Event-ID).
  * Options: `from` — an id to resume after (e.g. kept across a page reload with stream.lastId()).
  */
 (function (global) {
   "use strict";
+
+  const FIRST_DELAY = 1000;
+  const MAX_DELAY = 30000;
+  const HEALTHY_AFTER = 30000; // open this long: the next failure starts the backoff over
+  const FINAL = [400, 401, 403, 404, 410]; // retrying cannot help
 
   function parseId(id) {
     const out = {};
@@ -34,37 +48,108 @@
     return Object.keys(seen).map((c) => encodeURIComponent(c) + ":" + seen[c]).join(",");
   }
 
+  // Full-ish jitter: half the delay fixed, half random, so reconnects after a proxy
+  // restart spread out instead of arriving together.
+  function backoff(attempt, random) {
+    const delay = Math.min(MAX_DELAY, FIRST_DELAY * 2 ** attempt);
+    return delay / 2 + random() * (delay / 2);
+  }
+
   function open(url, handlers, options) {
     handlers = handlers || {};
     options = options || {};
     const Source = options.EventSource || global.EventSource;
+    const probeFetch = options.fetch || (global.fetch && global.fetch.bind(global));
+    const random = options.random || Math.random;
+    const now = options.now || Date.now;
+    const later = options.setTimeout || global.setTimeout.bind(global);
+    const cancel = options.clearTimeout || global.clearTimeout.bind(global);
+    const credentials = options.withCredentials ? "include" : "same-origin";
     const seen = parseId(options.from || "");
     let source = null;
     let closed = false;
     let retriedFrom = null; // a gap the store cannot fill (expired events) is retried once
+    let attempt = 0; // failures in a row
+    let openedAt = null;
+    let timer = null;
+    let probe = null;
+    let state = null;
+
+    function setState(next) {
+      if (next === state) return;
+      state = next;
+      if (handlers.onState) handlers.onState(next);
+    }
+
+    function target() {
+      const from = makeId(seen);
+      return from ? url + (url.includes("?") ? "&" : "?") + "lastEventId=" +
+        encodeURIComponent(from) : url;
+    }
 
     function connect() {
-      const from = makeId(seen);
-      const target = from ? url + (url.includes("?") ? "&" : "?") + "lastEventId=" +
-        encodeURIComponent(from) : url;
-      source = new Source(target, { withCredentials: !!options.withCredentials });
-      source.addEventListener("message", onMessage);
-      source.addEventListener("stream-error", (e) => fail(JSON.parse(e.data)));
-      source.addEventListener("stream-reset", (e) => {
+      timer = null;
+      openedAt = null;
+      const current = new Source(target(), { withCredentials: !!options.withCredentials });
+      source = current;
+      current.addEventListener("open", () => {
+        openedAt = now();
+        setState("open");
+      });
+      current.addEventListener("message", onMessage);
+      current.addEventListener("stream-error", (e) => fail(JSON.parse(e.data)));
+      current.addEventListener("stream-reset", (e) => {
         if (handlers.onGap) handlers.onGap(JSON.parse(e.data)); // (a store that knows it lost some)
       });
-      source.onerror = () => {
-        // CONNECTING: the browser retries by itself. CLOSED: refused (e.g. 401/404).
-        if (source.readyState === 2) fail({ condition: "closed" });
+      current.onerror = () => {
+        if (current !== source || closed) return;
+        if (openedAt !== null && now() - openedAt >= HEALTHY_AFTER) attempt = 0;
+        openedAt = null;
+        // CONNECTING: the connection dropped and the browser retries by itself (with
+        // Last-Event-ID). CLOSED: it got a non-200 answer and will not retry.
+        if (current.readyState === 2) giveUp(); else setState("reconnecting");
       };
     }
 
+    // The browser gave up: find out why (one request, aborted at its headers), then
+    // either stop for good or reopen after the backoff.
+    function giveUp() {
+      source.close();
+      setState("reconnecting");
+      if (!probeFetch) { schedule(); return; }
+      const abort = typeof AbortController !== "undefined" ? new AbortController() : null;
+      const mine = (probe = { abort });
+      probeFetch(target(), {
+        credentials, cache: "no-store", headers: { Accept: "text/event-stream" },
+        signal: abort ? abort.signal : undefined,
+      }).then((response) => {
+        if (abort) abort.abort(); // a 200 would be a live stream: we only wanted the status
+        if (mine !== probe || closed) return;
+        probe = null;
+        if (FINAL.includes(response.status)) fail({ condition: "closed", status: response.status });
+        else schedule();
+      }, () => {
+        if (mine !== probe || closed) return;
+        probe = null;
+        schedule(); // no answer at all (proxy down): try again later
+      });
+    }
+
+    function schedule() {
+      if (closed || timer !== null) return;
+      const delay = backoff(attempt, random);
+      attempt += 1;
+      timer = later(connect, delay);
+    }
+
     function onMessage(e) {
+      attempt = 0; // this stream works: a later failure starts the backoff over
       const ids = parseId(e.lastEventId);
       const channels = Object.keys(ids);
-      const newer = channels.filter((c) => seen[c] === undefined || ids[c] > seen[c]);
-      if (channels.length && !newer.length) return; // seen already: drop it
-      const gap = newer.some((c) => seen[c] !== undefined && ids[c] > seen[c] + 1);
+      const fresh = channels.filter((c) => seen[c] === undefined || ids[c] > seen[c]);
+      if (channels.length && !fresh.length) return; // seen already: drop it
+      // "<n>.<k>" reads as a number between n and n + 1: no gap before n + 1.
+      const gap = fresh.some((c) => seen[c] !== undefined && ids[c] > seen[c] + 1);
       if (gap && retriedFrom !== makeId(seen)) {
         retriedFrom = makeId(seen);
         source.close(); // ask again from the last event we have
@@ -72,23 +157,31 @@
         return;
       }
       if (gap && handlers.onGap) handlers.onGap({ after: makeId(seen), got: e.lastEventId });
-      for (const c of newer) seen[c] = ids[c];
+      for (const c of fresh) seen[c] = ids[c];
       if (handlers.onEvent) handlers.onEvent(JSON.parse(e.data), { id: e.lastEventId });
+    }
+
+    function stop() {
+      closed = true;
+      if (timer !== null) { cancel(timer); timer = null; }
+      if (probe && probe.abort) probe.abort.abort();
+      probe = null;
+      source.close();
     }
 
     function fail(info) {
       if (closed) return;
-      closed = true;
-      source.close();
+      stop();
+      setState("closed");
       if (handlers.onError) handlers.onError(info);
     }
 
     connect();
     return {
-      close() { closed = true; source.close(); },
+      close() { stop(); setState("closed"); },
       lastId() { return makeId(seen); },
     };
   }
 
-  global.agentsiteEvents = { open, parseId, makeId };
+  global.agentsiteEvents = { open, parseId, makeId, backoff };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -113,10 +113,17 @@ def live(services, transactional_db, request) -> Iterator[dict]:
         from tests.helpers import published_events
 
         for run_id in AgentRun.objects.values_list("id", flat=True):
-            try:
-                validate_events(published_events(str(run_id)))
-            except AssertionError as err:
-                raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
+            # A segment's end is published just after its commit: a test that saw the
+            # run paused may get here before its events are stored.
+            settled = time.monotonic() + 3
+            while True:
+                try:
+                    validate_events(published_events(str(run_id)))
+                    break
+                except AssertionError as err:
+                    if time.monotonic() > settled:
+                        raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
+                    time.sleep(0.1)
 
 
 @pytest.fixture

@@ -80,7 +80,8 @@ def test_worker_killed_before_the_finish_the_takeover_keeps_the_final_text(
 
 def test_later_run_on_a_thread_lost_before_its_first_checkpoint_starts_over(cluster, users):
     # Checkpoints only at a segment's end: a worker killed mid-segment stored none.
-    c = cluster(GRAPH_DURABILITY="exit", SLOW_STEP_SECONDS="1.5")
+    # Slow steps (3 s): on a loaded machine the kill below must still land in work1.
+    c = cluster(GRAPH_DURABILITY="exit", SLOW_STEP_SECONDS="3")
     worker = c.worker("worker-a")
     _web, url = c.web()
     api = client(url, users["owner_token"])
@@ -94,6 +95,7 @@ def test_later_run_on_a_thread_lost_before_its_first_checkpoint_starts_over(clus
     second = start_run(api, agent="slow_counted", thread_id=thread)
     wait_all(lambda: AgentRun.objects.get(pk=second["id"]).status == "running", timeout=30)
     worker.stop(signal.SIGKILL)  # in work1's sleep: nothing of this run is stored
+    assert effects(thread) == work, "killed too late: the segment had done work1"
     c.worker("worker-b")
 
     second = wait_run(api, second["id"], {"paused", "completed"}, timeout=60)

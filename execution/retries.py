@@ -8,9 +8,10 @@ time up to ``MODEL_RETRY_BACKOFF_MAX_SECONDS``, or the provider's ``Retry-After`
 most ``MODEL_RUN_RETRIES`` times per run. Permanent errors (a bad key, a refused
 request) fail at once: retrying them changes nothing.
 
-The provider packages are optional extras, so exceptions are recognised by what their
-public classes carry (``status_code``, ``response``) and by name along the class
-hierarchy, never imported.
+The provider packages are optional extras, so exceptions are recognised by the package
+that defines them (``PROVIDER_MODULES``), what their public classes carry
+(``status_code``, ``response``) and their names along the class hierarchy, never
+imported.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ TRANSIENT_NAMES = {
 # Modules whose frames mark an exception as the provider's, not the agent's (a malformed
 # JSON body raised by our own tool is a bug, not a blip).
 PROVIDER_MODULES = ("openai", "anthropic", "ollama", "httpx", "httpcore", "langchain_openai",
-                    "langchain_anthropic", "langchain_ollama", "groq", "mistralai")
+                    "langchain_anthropic", "langchain_ollama", "groq", "mistralai", "google",
+                    "botocore", "cohere", "together", "fireworks")
 PLAIN_BY_STATUS = {
     400: "The model provider refused the request (400)",
     401: "The model provider refused the credentials (401)",
@@ -62,6 +64,13 @@ def judge(exc: BaseException) -> Failure:
     """Transient provider failure, permanent provider error, or the agent's own error."""
     detail = f"{type(exc).__name__}: {exc}"[:10000]
     for item in _chain(exc):
+        if type(item).__module__.split(".")[0] not in PROVIDER_MODULES:
+            # Not the provider's (our own errors carry a status_code too): a malformed
+            # stream is recognised by where it was raised.
+            if isinstance(item, json.JSONDecodeError) and _from_provider(item):
+                return Failure(transient=True, detail=detail, provider=True,
+                               reason="The model provider sent an unreadable answer")
+            continue
         status = _status(item)
         if status is not None:
             transient = status in TRANSIENT_STATUSES or status >= 500
@@ -75,9 +84,6 @@ def judge(exc: BaseException) -> Failure:
             return Failure(transient=True, detail=detail, provider=True, reason=(
                 "The model provider did not answer in time" if timeout
                 else "The connection to the model provider broke"))
-        if isinstance(item, json.JSONDecodeError) and _from_provider(item):
-            return Failure(transient=True, detail=detail, provider=True,
-                           reason="The model provider sent an unreadable answer")
     return Failure(transient=False, detail=detail,
                    reason=f"The agent failed ({type(exc).__name__})")
 

@@ -56,12 +56,13 @@ EARLY_ENDS = (AgentRun.Status.CANCELLED, AgentRun.Status.FAILED, AgentRun.Status
 def repair_on_commit(run: AgentRun) -> None:
     """Inside the transaction that ends ``run``: repair its thread once that commits.
 
-    Best effort: a lost task only delays the repair to the thread's next run."""
+    Best effort: a lost task only delays the repair to the thread's next run, so the send
+    is not retried (a request that ended a run does not wait out a broker outage twice)."""
     run_id = str(run.id)
 
     def send() -> None:
         try:
-            celery_app.send_task(REPAIR_TASK, args=(run_id,))
+            celery_app.send_task(REPAIR_TASK, args=(run_id,), retry=False)
         except Exception as exc:  # any broker failure: the next run's start repairs
             log.warning("run %s: history repair not sent: %s", run_id, exc)
 

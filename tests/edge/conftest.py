@@ -39,7 +39,11 @@ def _healthy(base: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
+# Package scope: stopped after tests/edge. Its worker takes tasks from the suite's queue
+# and its reaper sweeps the suite's database; alive for the rest of the session it took
+# the main worker's tasks (a test that stops the main worker to hold a run, a test that
+# reads the main worker's log for an email) and re-sent other stacks' runs.
+@pytest.fixture(scope="package")
 def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     if not pushpin_installed():
         pytest.skip("pushpin is not installed (make test installs it)")

@@ -142,7 +142,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         if lifecycle.run_finish(segment=segment, status="cancelled", result=None,
                                 text=mapper.text, state={}, reason=str(cancelled),
                                 before=closing) is None:
-            _end_foreign(segment, out, closing)
+            _end_foreign(segment)
         return
     if HOLD_SEGMENT_END:
         time.sleep(HOLD_SEGMENT_END)
@@ -155,7 +155,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     if pending:
         if lifecycle.run_pause(segment=segment, interrupts_raised=pending, text=mapper.text,
                                state=state, before=closing) is None:
-            _end_foreign(segment, out, closing)
+            _end_foreign(segment)
         return
     status = values.get("outcome") or "completed"
     if status not in FINAL_STATUSES:
@@ -163,7 +163,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     if lifecycle.run_finish(segment=segment, status=status, result=json_state(
             {"r": values.get("result")})["r"], text=mapper.text, state=state,
             reason=str(values.get("outcome_reason") or ""), before=closing) is None:
-        _end_foreign(segment, out, closing)
+        _end_foreign(segment)
 
 
 def _graph_input(graph: Any, config: dict[str, Any], segment: Segment,
@@ -281,9 +281,10 @@ class _Publisher:
             self.failed = True
 
 
-def _end_foreign(segment: Segment, out: _Publisher, closing: list[Any]) -> None:
+def _end_foreign(segment: Segment) -> None:
     # The segment's end was refused: cancelled while it ran (the cancel ended the AG-UI
-    # run), or taken over (the new owner ends it). Nothing more of ours goes out.
+    # run), or taken over (the new owner ends it). Nothing more of ours goes out: the
+    # event store's fence drops it anyway.
     log.info("run %s: the segment's end was not ours to write", segment.run_id)
 
 

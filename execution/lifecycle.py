@@ -189,10 +189,6 @@ def usage_record(*, segment: Segment, model_name: str, calls: int, input_tokens:
             model_name=model_name)
 
 
-def run_status(run_id: str) -> str | None:
-    return AgentRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-
-
 def _initial_state(run: AgentRun) -> dict[str, Any]:
     spec = registry.get(run.agent)
     text = getattr(run, "start_message", None)  # set by run_start on the run it made

@@ -109,21 +109,9 @@ def live(services, transactional_db, request) -> Iterator[dict]:
     # Every event published on a run's channel during the test is a valid AG-UI 1.0
     # event, and each run follows the protocol's sequence rules (tests/agui_rules.py).
     if request.node.get_closest_marker("agui_unchecked") is None:
-        from tests.agui_rules import validate_events
-        from tests.helpers import published_events
+        from tests.helpers import validate_published
 
-        for run_id in AgentRun.objects.values_list("id", flat=True):
-            # A segment's end is published just after its commit: a test that saw the
-            # run paused may get here before its events are stored.
-            settled = time.monotonic() + 3
-            while True:
-                try:
-                    validate_events(published_events(str(run_id)))
-                    break
-                except AssertionError as err:
-                    if time.monotonic() > settled:
-                        raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
-                    time.sleep(0.1)
+        validate_published(AgentRun.objects.values_list("id", flat=True))
 
 
 @pytest.fixture

@@ -79,3 +79,22 @@ def published_events(run_id: str) -> list[dict[str, Any]]:
         data = json.loads(raw)["data"]
         events.append(json.loads(data) if isinstance(data, str) else data)
     return events
+
+
+def validate_published(run_ids: Any, settle_seconds: float = 3) -> None:
+    """Every run's published events are valid AG-UI (tests/agui_rules.py). A segment's
+    end is published just after its commit: a test that saw the run paused may get here
+    before its events are stored, so each run gets ``settle_seconds`` to be valid."""
+    from tests.agui_rules import validate_events
+
+    for run_id in run_ids:
+        settled = time.monotonic() + settle_seconds
+        while True:
+            try:
+                validate_events(published_events(str(run_id)))
+                break
+            except AssertionError as err:
+                if time.monotonic() > settled:
+                    raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
+                time.sleep(0.1)
+

@@ -122,10 +122,12 @@ def pushpin_installed() -> bool:
 
 
 def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_key: str,
-                   targets: list[int], host: str = "127.0.0.1") -> Path:
+                   targets: list[int], host: str = "127.0.0.1",
+                   settings: dict[str, str] | None = None) -> Path:
     """Write Pushpin's configuration and routes in ``directory`` from the repo's
     (deploy/pushpin/): its own ports (the other ZeroMQ ports free ones), run and log
-    directories and key, routing to the web processes on ``targets`` in that order."""
+    directories and key, routing to the web processes on ``targets`` in that order.
+    ``settings``: other keys of the file replaced (the bench's ``log_level``, ``debug``)."""
     (directory / "run").mkdir(parents=True, exist_ok=True)
     (directory / "log").mkdir(exist_ok=True)
     values = {
@@ -140,6 +142,7 @@ def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_ke
         # No rate limit on deliveries (0): with one, Pushpin 1.36 delivers in 25 ms
         # batches once busy (its RateLimiter), measured as +25 ms per event here.
         "message_rate": "0", "message_hwm": "1000000",
+        **(settings or {}),
     }
     lines = []
     for line in PUSHPIN_TEMPLATE.read_text().splitlines():

@@ -1,40 +1,52 @@
 """Many browser streams: through Pushpin (the edge, docs/scaling.md) and direct.
 
 For each N: N concurrent run streams (``/api/runs/<id>/events/``, a reviewer's token)
-spread over R dev runs that a Celery worker paused, opened all at once, then timestamped
-CUSTOM events published on the runs' channels with ``publish()`` (the worker's publish
-function, from this process) while every stream is open. Printed per variant and N:
+spread over R dev runs that a Celery worker paused, opened by K client processes
+(``bench/_stream_clients.py``; K = N / 2,500 rounded up, at most 4, or ``--clients``),
+then, while every stream is open, timestamped CUSTOM events published with ``publish()``
+(the worker's publish function) by a process of its own (``bench/_stream_publisher.py``)
+at a steady ``--rate`` for ``--seconds``, round robin over the runs. Printed per variant
+and N, after the 1-min load average before it:
 
-- time to open all N (first connect → the last ``stream-open``);
-- RSS of Pushpin (its runner and services together), RSS and threads of each web process,
-  with all open (and before: the web line at N = 0);
-- Postgres connections of the web processes (their own application_name);
-- event latency p50 / p99: ``publish()`` → the client has the event, over every stream;
+- time to open all N (the first connect -> the last ``stream-open``), refusals by status;
+- the clients' own CPU (utime + stime of the K processes) while opening and while the
+  events came, so a reader can judge how much of the 2 CPUs the bench itself took;
+- RSS of Pushpin (its runner and services together); RSS and threads of each web process
+  with all N open, and its RSS again a few seconds after they closed (a per-stream cost
+  goes away with the streams, an allocator's high-water mark stays);
+- Postgres connections of each web process (its own application_name);
+- event latency p50 / p99: ``publish()`` -> the client has the event, over every stream
+  (time.time() on both sides: one machine, one clock), and the first leg of it: publish
+  -> the event out of Redis's fan-out (what the edge forwarder and direct streams read);
 - REST p50: ``GET /api/runs/<id>/`` (through Pushpin for the edge), 100 sequential
   requests, with the N streams open.
 
 Variants: ``edge`` = Pushpin + two web processes (GRIP_URL) + the edge forwarder;
 ``direct`` = one web process holding its streams (today's default), up to what it
-survives (``--direct-max``). The client (this process) shares the 2 CPUs with everything
-measured; the load average is printed before and after each N.
+survives. Everything shares this machine's CPUs: check ``uptime`` first.
 
-Streams open in waves of ``--wave`` (the next wave once the last one is answered, or
-after 2 s), as browsers arrive; a stream refused (Pushpin's 502) is counted, not retried.
+Streams open in waves of ``--wave`` (split over the K processes; the next wave once the
+last one is answered, or after 2 s), as browsers arrive; a refused stream is counted, not
+retried. ``--pushpin-log-level 3`` (debug) and ``--pushpin-debug`` (error details in the
+refusal's body) are for finding why Pushpin refuses.
 
 Its database is BENCH_DATABASE (default agentsite_bench): give it a name of its own when
 another bench may run at the same time (each drops and makes its database anew).
 
 Usage: python bench/streams.py [--edge 100,1000,10000] [--direct 100,1000,2000]
-       [--runs 100] [--events 5] [--wave 250]
+       [--runs 100] [--rate 100] [--seconds 5] [--wave 250] [--clients K]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import math
 import os
 import resource
 import secrets
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,7 +64,6 @@ django.setup()
 
 import httpx  # noqa: E402
 import psycopg  # noqa: E402
-from ag_ui.core import CustomEvent  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Permission  # noqa: E402
@@ -61,6 +72,7 @@ from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite.processes import (  # noqa: E402
+    ROOT,
     Process,
     children_of,
     edge_process,
@@ -73,11 +85,11 @@ from agentsite.processes import (  # noqa: E402
     worker_process,
 )
 from bench._services import load, percentile, proc_stat  # noqa: E402
-from streams.publish import publish  # noqa: E402
-from tests.edge.sse_many import Stream  # noqa: E402
+from bench._stream_clients import Clients  # noqa: E402
 
 APP = f"agentsite-bench-streams-{os.getpid()}"
 QUEUE = f"bench-streams-{os.getpid()}"
+PUBLISHER = ROOT / "bench" / "_stream_publisher.py"
 
 
 def rss_mb(pid: int) -> float:
@@ -92,16 +104,18 @@ def tree_rss_mb(pid: int) -> float:
     return rss_mb(pid) + sum(tree_rss_mb(child) for child in children_of(pid))
 
 
-def pg_connections() -> int:
-    """Connections of the web processes (their application_name), read with psycopg
-    itself: this is called from the event loop."""
+def pg_connections() -> dict[str, int]:
+    """Postgres connections per web process (each has its own application_name)."""
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-        return conn.execute("SELECT count(*) FROM pg_stat_activity "
-                            "WHERE application_name = %s", [APP]).fetchone()[0]
+        rows = conn.execute("SELECT application_name, count(*) FROM pg_stat_activity "
+                            "WHERE application_name LIKE %s GROUP BY 1",
+                            [f"{APP}-%"]).fetchall()
+    return {name.removeprefix(f"{APP}-"): count for name, count in rows}
 
 
 def web(name: str, port: int, env: dict[str, str], logs: Path) -> Process:
-    return Process(name, web_argv(port, log_level="warning"), env, logs,
+    return Process(name, web_argv(port, log_level="warning"),
+                   {**env, "PGAPPNAME": f"{APP}-{name}"}, logs,
                    ready=lambda p: healthy(f"http://127.0.0.1:{port}"))
 
 
@@ -117,79 +131,87 @@ async def rest_p50(base: str, token: str, run: str, n: int = 100) -> float:
     return percentile(samples, 50) * 1000
 
 
-async def measure(port: int, token: str, runs: list[str], n: int, events: int,
-                  base: str, wave: int) -> dict:
-    stop = asyncio.Event()
-    streams = [Stream(port, f"/api/runs/{runs[i % len(runs)]}/events/", token,
-                      head_timeout=120, reconnect=False) for i in range(n)]
-    began = time.monotonic()
-    tasks = []
-    for first in range(0, n, wave):  # in waves, as browsers arrive
-        batch = streams[first:first + wave]
-        tasks += [asyncio.ensure_future(s.run(stop, stamp=True)) for s in batch]
-        wave_end = time.monotonic() + 2
-        while not all(s.status for s in batch) and time.monotonic() < wave_end:
-            await asyncio.sleep(0.01)
-    deadline = began + 180
-    while (sum(1 for s in streams if s.opened_at or s.status not in (0, 200)) < n
-           and time.monotonic() < deadline):
-        await asyncio.sleep(0.05)
-    opened = [s for s in streams if s.opened_at]
-    open_s = (max(s.opened_at for s in opened) - began) if opened else float("nan")
-    # The stored history read; and through Pushpin, each newly subscribed channel's
-    # streams ask their next link once (Pushpin does 10 such updates a second, each for
-    # up to 100 streams of one link): events wait for that, so it is let pass first.
-    await asyncio.sleep(1.0 + len(runs) * max(1, n // len(runs) // 100) / 10)
-    refused = sum(1 for s in streams if s.status not in (0, 200))
-    out = {"n": n, "opened": f"{len(opened)}" + (f" ({refused} refused)" if refused else ""),
-           "open_s": open_s}
-    out["rest_p50"] = await rest_p50(base, token, runs[0])
-    for s in streams:
-        s.latencies.clear()
-    for _ in range(events):  # one event per run, every 200 ms
-        for run in runs:
-            publish(run, [CustomEvent(name="bench", value={"t": time.time()})])
-        await asyncio.sleep(0.2)
-    expected = events * len(opened)
-    deadline = time.monotonic() + 30
-    while sum(len(s.latencies) for s in streams) < expected and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    latencies = [x for s in streams for x in s.latencies]
-    out["got"], out["expected"] = len(latencies), expected
-    out["p50"] = percentile(latencies, 50) * 1000 if latencies else float("nan")
-    out["p99"] = percentile(latencies, 99) * 1000 if latencies else float("nan")
-    out["streams"], out["tasks"], out["stop"] = streams, tasks, stop
-    return out
+def web_now(webs: list[Process]) -> str:
+    return " / ".join(f"{rss_mb(w.proc.pid):.0f} MB, {threads(w.proc.pid)} thr" for w in webs)
 
 
-async def close(out: dict) -> None:
-    out["stop"].set()
-    await asyncio.sleep(0.5)
-    for task in out["tasks"]:
-        task.cancel()
-    await asyncio.gather(*out["tasks"], return_exceptions=True)
-    await asyncio.sleep(2)  # the server side lets go
+def pg_text(webs: list[Process]) -> str:
+    counts = pg_connections()
+    return " / ".join(str(counts.get(w.name, 0)) for w in webs)
 
 
-async def one(port: int, token: str, runs: list[str], n: int, events: int, base: str,
-              numbers, wave: int = 250) -> tuple[dict, str]:  # noqa: ANN001
-    """Measure N streams, read the processes' numbers with all open, close them."""
-    out = await measure(port, token, runs, n, events, base, wave)
-    line = numbers(out)
-    await close(out)
-    return out, line
+HEADER = ("| variant | N | load | opened | time to open | client: K, CPU open / events | "
+          "Pushpin RSS | web RSS open → closed, threads | PG per web | "
+          "latency p50 / p99 (events got) | publish → Redis fan-out p50 / p99 | REST p50 |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def row(variant: str, out: dict, pushpin: str, webs: list[tuple[float, int]], pg: int) -> str:
-    web_text = " / ".join(f"{rss:.0f} MB, {t} thr" for rss, t in webs)
-    return (f"| {variant} | {out['n']} | {out['opened']} | {out['open_s']:.1f} s | {pushpin} | "
-            f"{web_text} | {pg} | {out['p50']:.1f} / {out['p99']:.1f} ms "
-            f"({out['got']}/{out['expected']}) | {out['rest_p50']:.1f} ms |")
+def baseline(variant: str, webs: list[Process], pushpin: Process | None, base: str,
+             token: str, run: str) -> str:
+    pushpin_text = f"{tree_rss_mb(pushpin.proc.pid):.0f} MB" if pushpin else ""
+    return (f"| {variant} | 0 | {os.getloadavg()[0]:.2f} | | | | {pushpin_text} | "
+            f"{web_now(webs)} | {pg_text(webs)} | | | "
+            f"{asyncio.run(rest_p50(base, token, run)):.1f} ms |")
 
 
-HEADER = ("| variant | N | opened | time to open | Pushpin RSS | web RSS, threads | "
-          "PG conns | latency p50 / p99 (events got) | REST p50 |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
+        args: argparse.Namespace, webs: list[Process], pushpin: Process | None,
+        env: dict[str, str]) -> tuple[str, int]:
+    """N streams: open them, read the processes' numbers, publish, collect, close."""
+    load_before = os.getloadavg()[0]
+    print(f"{variant}, {n} streams: {load()}", flush=True)
+    k = args.clients or max(1, min(4, math.ceil(n / 2500)))
+    paths = [f"/api/runs/{runs[i % len(runs)]}/events/" for i in range(n)]
+    clients = Clients(k, port, paths, token, args.wave)
+    try:
+        opened = clients.open()
+        refused = ", ".join(f"{c} {'no answer' if s == 0 else s}"
+                            for s, c in sorted(opened.refused.items()))
+        print(f"  opened {opened.opened} in {opened.open_s:.1f} s"
+              + (f"; refused: {refused}" if refused else "")
+              + f"; clients' CPU {opened.cpu:.1f} s ({k} processes)", flush=True)
+        for error in opened.errors[:3]:
+            print(f"  refusal: {error!r}")
+        # The stored history read; and through Pushpin, each newly subscribed channel's
+        # streams ask their next link once (Pushpin does 10 such updates a second, each
+        # for up to 100 streams of one link): events wait for that, so it is let pass.
+        if pushpin:
+            time.sleep(1.0 + len(runs) * max(1, n // len(runs) // 100) / 10)
+        rest = asyncio.run(rest_p50(base, token, runs[0]))
+        web_open = [(rss_mb(w.proc.pid), threads(w.proc.pid)) for w in webs]
+        pg = pg_text(webs)
+        pushpin_text = f"{tree_rss_mb(pushpin.proc.pid):.0f} MB" if pushpin else "—"
+        count = max(1, round(args.rate * args.seconds / len(runs))) * len(runs)
+        per_stream = count // len(runs)
+        clients.measure(per_stream)
+        published = subprocess.run(
+            [sys.executable, str(PUBLISHER), str(args.rate), str(count / args.rate), *runs],
+            env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        if published.returncode:
+            raise RuntimeError(f"publisher failed:\n{published.stderr[-3000:]}")
+        pub = json.loads(published.stdout.strip().splitlines()[-1])
+        collected = clients.collect(timeout=30)
+    finally:
+        clients.close()
+    time.sleep(5)  # the web processes let go of what the streams held
+    web_closed = [rss_mb(w.proc.pid) for w in webs]
+    lat = collected.latencies
+    p50 = percentile(lat, 50) * 1000 if lat else float("nan")
+    p99 = percentile(lat, 99) * 1000 if lat else float("nan")
+    expected = per_stream * opened.opened
+    print(f"  published {pub['published']} in {pub['seconds']} s (publish() p50 "
+          f"{pub['publish_p50']} ms, p99 {pub['publish_p99']} ms); {expected} deliveries "
+          f"expected, {collected.got} got, {collected.drops} streams dropped; clients' CPU "
+          f"{collected.cpu:.1f} s while the events came", flush=True)
+    web_text = " / ".join(f"{o:.0f} → {c:.0f} MB, {t} thr"
+                          for (o, t), c in zip(web_open, web_closed, strict=True))
+    opened_text = f"{opened.opened}" + (f" ({refused} refused)" if refused else "")
+    line = (f"| {variant} | {n} | {load_before:.2f} | {opened_text} | {opened.open_s:.1f} s | "
+            f"{k}, {opened.cpu:.1f} s / {collected.cpu:.1f} s | {pushpin_text} | {web_text} | "
+            f"{pg} | {p50:.1f} / {p99:.1f} ms ({collected.got}/{expected}) | "
+            f"{pub['fanout_p50']} / {pub['fanout_p99']} ms | {rest:.1f} ms |")
+    print(line, flush=True)
+    return line, opened.opened
 
 
 def main() -> None:
@@ -197,12 +219,17 @@ def main() -> None:
     parser.add_argument("--edge", default="100,1000,10000")
     parser.add_argument("--direct", default="100,1000,2000")
     parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--events", type=int, default=5)
+    parser.add_argument("--rate", type=float, default=100, help="events published a second")
+    parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--wave", type=int, default=250, help="streams opened at a time")
+    parser.add_argument("--clients", type=int, default=0, help="client processes (0: N/2500)")
+    parser.add_argument("--pushpin-log-level", default="2")
+    parser.add_argument("--pushpin-debug", action="store_true")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10k sockets, inherited
-    print(f"open files limit {hard}; {load()}")
+    print(f"open files limit {hard}; {load()}; {args.rate:g} events a second for "
+          f"{args.seconds:g} s over {args.runs} runs")
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench-reviewer", password="x")
@@ -220,7 +247,6 @@ def main() -> None:
     try:
         # Direct first: one web process, no proxy.
         port = free_port()
-        env["PGAPPNAME"] = APP  # the web processes' connections, counted
         direct = web("web-direct", port, env, logs)
         direct.start()
         base = f"http://127.0.0.1:{port}"
@@ -238,21 +264,17 @@ def main() -> None:
                     break
                 time.sleep(0.5)
         print(f"{len(runs)} runs paused; {load()}")
-        pid = direct.proc.pid
-        rest0 = asyncio.run(rest_p50(base, token, runs[0]))
-        table.append(f"| direct | 0 | | | | {rss_mb(pid):.0f} MB, {threads(pid)} thr | "
-                     f"{pg_connections()} | | {rest0:.1f} ms |")
-        for n in [int(x) for x in args.direct.split(",") if x]:
-            print(f"direct, {n} streams: {load()}")
-            out, line = asyncio.run(one(port, token, runs, n, args.events, base, lambda o: row(
-                "direct", o, "—", [(rss_mb(pid), threads(pid))], pg_connections()),
-                args.wave))
-            print(line, flush=True)
-            table.append(line)
-            if out["opened"] != str(n) or direct.proc.poll() is not None:
-                print("direct path gave up here")
-                break
-        direct.stop()
+        try:
+            table.append(baseline("direct", [direct], None, base, token, runs[0]))
+            for n in [int(x) for x in args.direct.split(",") if x]:
+                line, opened = one("direct", port, base, token, runs, n, args, [direct], None,
+                                   env)
+                table.append(line)
+                if opened != n or direct.proc.poll() is not None:
+                    print("direct path gave up here")
+                    break
+        finally:
+            direct.stop()
 
         # The edge: Pushpin, two web processes, the forwarder.
         key = secrets.token_hex(16)
@@ -260,7 +282,9 @@ def main() -> None:
         web_ports = [free_port(), free_port()]
         edge_env = {**env, "GRIP_URL": grip_url(publish_port, key)}
         conf = pushpin_config(logs / "pushpin", http_port=http_port,
-                              publish_port=publish_port, sig_key=key, targets=web_ports)
+                              publish_port=publish_port, sig_key=key, targets=web_ports,
+                              settings={"log_level": args.pushpin_log_level,
+                                        "debug": "true" if args.pushpin_debug else "false"})
         webs = [web(f"web{i + 1}", p, edge_env, logs) for i, p in enumerate(web_ports)]
         pushpin = pushpin_process(conf, http_port, publish_port, edge_env, logs)
         forwarder = edge_process(edge_env, logs)
@@ -270,18 +294,10 @@ def main() -> None:
                 started.append(process)
                 process.start()
             base = f"http://127.0.0.1:{http_port}"
-            table.append("| edge | 0 | | | " + f"{tree_rss_mb(pushpin.proc.pid):.0f} MB | "
-                         + " / ".join(f"{rss_mb(w.proc.pid):.0f} MB, {threads(w.proc.pid)} thr"
-                                      for w in webs) + f" | {pg_connections()} | | "
-                         f"{asyncio.run(rest_p50(base, token, runs[0])):.1f} ms |")
+            table.append(baseline("edge", webs, pushpin, base, token, runs[0]))
             for n in [int(x) for x in args.edge.split(",") if x]:
-                print(f"edge, {n} streams: {load()}")
-                out, line = asyncio.run(one(
-                    http_port, token, runs, n, args.events, base, lambda o: row(
-                        "edge", o, f"{tree_rss_mb(pushpin.proc.pid):.0f} MB",
-                        [(rss_mb(w.proc.pid), threads(w.proc.pid)) for w in webs],
-                        pg_connections()), args.wave))
-                print(line, flush=True)
+                line, _ = one("edge", http_port, base, token, runs, n, args, webs, pushpin,
+                              edge_env)
                 table.append(line)
         finally:
             for process in reversed(started):

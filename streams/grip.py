@@ -52,21 +52,31 @@ def _no_cache(response: HttpResponse) -> HttpResponse:
 _SIGNER = signing.Signer(salt="streams.grip.next")
 
 
-def _next_uri(path: str, channel: str, user: Any) -> str:
+def _next_uri(path: str, channel: str, user: Any, after: str | None = None) -> str:
     """The hold's next link: the same for every stream of one user on one channel, so the
     proxy asks once for all of them (it shares requests to one URI, and makes at most
     10 such updates a second: Pushpin's handler). django-eventstream's own link has an
-    expiry to the second in it, which makes nearly every stream's link its own."""
-    token = _SIGNER.sign(f"{quote(channel)} {user.pk if user is not None else ''}")
-    return f"{path}?{urlencode({'link': 'next', 'recover': 'true', 'es-hold': token})}"
+    expiry to the second in it, which makes nearly every stream's link its own.
+    ``after``: the answer was cut short (more stored events than one answer carries);
+    the proxy follows the link at once, without ``Grip-Last`` (it holds no channel yet),
+    so the link says where to go on from."""
+    value = f"{quote(channel)} {user.pk if user is not None else ''}"
+    if after is not None:
+        value += f" {after}"
+    params = {"link": "next", "recover": "true", "es-hold": _SIGNER.sign(value)}
+    return f"{path}?{urlencode(params)}"
 
 
 def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpResponse:
     """django-eventstream's GRIP answer (stored events + hold instructions), with our
     next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
-    again then) and whenever the proxy misses an id."""
+    again then) and whenever the proxy misses an id. An answer cut short (``more``: no
+    hold, the proxy follows the link at once) carries its position in the link: the
+    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped."""
+    (channel,) = event_request.channels
     try:
-        response = get_events(event_request, user=user).to_grip_response(request)
+        events = get_events(event_request, user=user)
+        response = events.to_grip_response(request)
     except EventPermissionError as exc:
         # No hold: the proxy sends this and closes the stream.
         return _no_cache(sse_error_response("forbidden", str(exc),
@@ -75,8 +85,10 @@ def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpRes
         release_db_connections()
     instruct = request.grip.instruct
     if instruct is not None and instruct.next_link:
-        (channel,) = event_request.channels
-        instruct.set_next_link(_next_uri(request.path, channel, user),
+        after = None
+        if channel in events.channel_more:
+            after = str(events.channel_items[channel][-1].id)
+        instruct.set_next_link(_next_uri(request.path, channel, user, after),
                                timeout=settings.GRIP_RECHECK_SECONDS)
     return _no_cache(response)
 
@@ -96,12 +108,13 @@ def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
     """The proxy following a hold's next link (``link=next``: a missed id, a channel
     newly subscribed, or the periodic check): the channel and the user come from the
     link's signed ``es-hold`` (``_next_uri``), the last id the proxy delivered from
-    ``Grip-Last``; access is checked again for that user. ``channel``: the one the URL
+    ``Grip-Last`` (or, after an answer cut short, from the link); access is checked
+    again for that user. ``channel``: the one the URL
     names, which the link must name too."""
     try:
-        quoted, _, user_id = _SIGNER.unsign(request.GET.get("es-hold", "")).partition(" ")
+        quoted, user_id, *after = _SIGNER.unsign(request.GET.get("es-hold", "")).split(" ")
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-    except signing.BadSignature:
+    except (signing.BadSignature, ValueError):
         return _no_cache(sse_error_response("bad-request", "Invalid request: next link."))
     finally:
         release_db_connections()
@@ -110,7 +123,7 @@ def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
         return _no_cache(sse_error_response("bad-request", "Invalid request: channel."))
     event_request = EventRequest()
     event_request.channels = [held]
-    last = request.grip.last.get(f"events-{quote(held)}")
+    last = request.grip.last.get(f"events-{quote(held)}") or (after[0] if after else None)
     event_request.channel_last_ids = {held: last} if last else {}
     event_request.is_next = event_request.is_recover = True
     event_request.user = user

@@ -205,12 +205,6 @@
     if (banner) banner.hidden = true;
   }
 
-  function showError(message) {
-    const banner = byId("error-banner");
-    banner.textContent = "The run failed: " + message;
-    banner.hidden = false;
-  }
-
   function onRunEvent(event) {
     if (event.type === "CUSTOM" && event.name === RETRYING) {
       const value = event.value || {};
@@ -266,7 +260,8 @@
         refreshComposer();
         break;
       case "RUN_ERROR":
-        showError(event.message || "unknown error");
+        // The error shows once, on the run (its block: the plain error, the technical
+        // details and the Retry form), not in a header notice as well.
         setStatus("failed");
         refreshRun(runId, {});
         refreshComposer();

@@ -323,13 +323,15 @@ def test_tool_calls_as_chips_and_markdown_answer(login_as, shot):
     expect(page.locator(".chip", has_text="kb_search")).to_be_visible()
 
 
-def test_run_error_shows_a_banner(login_as):
+def test_run_error_shows_once_on_the_run(login_as, shot):
     page = login_as("owner")
     start_chat(page, "faulty")
     card = pending_card(page, "input")
     card.locator("input[name=value]").fill("go")
     card.locator("button[type=submit]").click()
-    expect(page.locator("#error-banner")).to_contain_text("boom")
     expect(page.locator("#run-status")).to_contain_text("Failed")
     expect(page.locator(".run__error")).to_contain_text("boom")
+    # Once: on the run, not in a header notice as well.
+    expect(page.locator("[role=alert]", has_text="boom")).to_have_count(1)
+    shot(page, "chat-run-error-once", full_page=False)
     expect(page.locator("#composer-input")).to_be_enabled()

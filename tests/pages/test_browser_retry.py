@@ -70,6 +70,8 @@ def test_retrying_banner_then_failure_and_retry(login_as, shot, users, settings)
     expect(banner).to_be_hidden()
     block = page.locator(f"#run-{run.id}")
     expect(block.locator(".run__error")).to_have_text(f"The run failed: {PLAIN_ERROR}")
+    # Shown once: on the run (with its details and Retry), no header notice.
+    expect(page.locator("[role=alert]", has_text=PLAIN_ERROR)).to_have_count(1)
     expect(page.locator("#run-status")).to_contain_text("Failed")
     detail = block.locator("details.run__detail")
     expect(detail.locator("pre")).to_be_hidden()

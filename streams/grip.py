@@ -67,7 +67,8 @@ def _next_uri(path: str, channel: str, user: Any, after: str | None = None) -> s
     return f"{path}?{urlencode(params)}"
 
 
-def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpResponse:
+def _instructed(event_request: EventRequest, request: Any, user: Any,
+                name_now: bool = False) -> HttpResponse:
     """django-eventstream's GRIP answer (stored events + hold instructions), with our
     next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
     again then) and whenever the proxy misses an id. An answer cut short (``more``: no
@@ -83,6 +84,11 @@ def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpRes
                                             {"channels": exc.channels}))
     finally:
         release_db_connections()
+    if name_now and channel in events.channel_last_ids:
+        from streams.sse import OPENING, opened_at, opening  # (sse imports this module)
+
+        head = opening(opened_at(channel, events.channel_last_ids[channel]))
+        response.content = response.content.replace(OPENING.encode(), head.encode(), 1)
     instruct = request.grip.instruct
     if instruct is not None and instruct.next_link:
         after = None
@@ -95,13 +101,14 @@ def _instructed(event_request: EventRequest, request: Any, user: Any) -> HttpRes
 
 def hold(request: Any, channel: str, after: int | None) -> HttpResponse:
     """Answer a proxied stream request whose access was checked: events of ``channel``
-    after ``after`` (None: from now on), then held by the proxy."""
+    after ``after`` (None: from now on, and the ``stream-open`` names now's id, as
+    ``streams.sse`` does), then held by the proxy."""
     event_request = EventRequest()
     event_request.channels = [channel]
     event_request.channel_last_ids = {} if after is None else {channel: str(after)}
     event_request.is_next = event_request.is_recover = False
     event_request.user = request.user
-    return _instructed(event_request, request, request.user)
+    return _instructed(event_request, request, request.user, name_now=after is None)
 
 
 def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:

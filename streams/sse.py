@@ -4,6 +4,9 @@
   (or after ``Last-Event-ID`` / ``?lastEventId=``), then live. Owner or reviewer.
 - ``GET /api/events/``: interrupt-queue changes (``{"type": "interrupts_changed",
   "run_id", "owner_id"?}``) from now on: the user's own, or everyone's for a reviewer.
+  Its ``stream-open`` has the id of "now" (``<channel>:<n>``, the channel's last id), so
+  a client refused or cut off before its first event resumes from there, not from a
+  later "now" (which would skip what changed meanwhile).
 
 Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``
 (django-eventstream's wire format, which static/agentsite/events.js reads: a padding
@@ -101,11 +104,24 @@ def _still_allowed(user: Any, channel: str) -> bool:
         release_db_connections()
 
 
+def opening(event_id: str | None = None) -> str:
+    """The stream's first bytes; a stream "from now on" names where now is (``event_id``),
+    so a client can resume from there before any event came (``opened_at``)."""
+    if event_id is None:
+        return OPENING
+    return OPENING.replace("event: stream-open\n", f"event: stream-open\nid: {event_id}\n")
+
+
+def opened_at(channel: str, current: int | str) -> str:
+    """The id of a "from now on" stream's ``stream-open``: ``<channel>:<current id>``."""
+    return f"{quote(channel)}:{current}"
+
+
 async def channel_stream(user: Any, channel: str, after: int | None,
                          run_id: str | None = None) -> AsyncIterator[str]:
-    """The SSE text of ``channel``: events after ``after`` (None: from now on).
+    """The SSE text of ``channel``: events after ``after`` (None: from now on; the
+    ``stream-open`` then carries now's id).
     ``run_id``: the channel is that run's, watched (module docstring)."""
-    yield OPENING
     check = sync_to_async(_still_allowed)
     checked_at = time.monotonic()
     quoted = quote(channel)
@@ -114,6 +130,9 @@ async def channel_stream(user: Any, channel: str, after: int | None,
     async with (RunEvents(run_id) if run_id is not None else ChannelEvents(channel)) as events:
         if after is None:
             after = await events.counter()
+            yield opening(opened_at(channel, after))
+        else:
+            yield OPENING
         began, last, sent = after, after, 0  # sent: events made here since stored event last
         async for item in events.follow(after=after, idle=5.0, idle_max=30.0,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):

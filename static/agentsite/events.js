@@ -16,6 +16,8 @@
  *   - drops any event whose id it has already seen (a replay can repeat events), and
  *   - when a number is skipped (n > last + 1) reopens the stream after the last event it
  *     has, so the server replays the missing ones: the handler sees each event once, in order.
+ *   - starts from the id a stream "from now on" gives its `stream-open` (the channel's
+ *     last id when it opened), so a reopen before any event misses nothing either.
  *   - reopens a stream the browser gave up on. EventSource reconnects by itself only after
  *     a dropped connection; any non-200 answer (a proxy's 502/503 during a burst or a
  *     deploy, Pushpin's 500 just after a restart, but also 401/404) leaves it CLOSED for
@@ -97,6 +99,12 @@
         setState("open");
       });
       current.addEventListener("message", onMessage);
+      // A stream "from now on" (/api/events/) names where now is: a reopen before its
+      // first event resumes from there and gets what changed while it was away.
+      current.addEventListener("stream-open", (e) => {
+        const ids = parseId(e.lastEventId);
+        for (const c of Object.keys(ids)) if (seen[c] === undefined) seen[c] = ids[c];
+      });
       current.addEventListener("stream-error", (e) => fail(JSON.parse(e.data)));
       current.addEventListener("stream-reset", (e) => {
         if (handlers.onGap) handlers.onGap(JSON.parse(e.data)); // (a store that knows it lost some)

@@ -165,6 +165,24 @@ test("an event resets the backoff, and so does a stream open for 30 s", async ()
   assert.strictEqual(await h.fire(), 750);
 });
 
+test("a stream from now on resumes from its stream-open id when refused before any event", async () => {
+  const { FakeEventSource, made } = fakeSource();
+  const h = harness([502]);
+  const got = [];
+  open("/api/events/", { onEvent: (d) => got.push(d.n) }, { EventSource: FakeEventSource, ...h.options });
+  made[0].opened();
+  made[0].emit("stream-open", "reviewers:41", "");
+  made[0].error(2); // refused (a proxy's 502) before any queue change came
+  assert.strictEqual(h.probes[0].url, "/api/events/?lastEventId=reviewers%3A41");
+  await h.fire();
+  assert.strictEqual(made[1].url, "/api/events/?lastEventId=reviewers%3A41");
+  // The reopened stream names the same "now" (it resumes): no effect; then the change
+  // made while it was away.
+  made[1].emit("stream-open", "reviewers:45", "");
+  made[1].emit("message", "reviewers:42", { n: 42 });
+  assert.deepStrictEqual(got, [42]);
+});
+
 test("a dropped connection is left to the browser (it reconnects with Last-Event-ID)", () => {
   const { FakeEventSource, made } = fakeSource();
   const h = harness([]);

@@ -8,15 +8,32 @@
  * - On a decide page (#decide-live): an event for this interrupt's run re-reads the
  *   interrupt (/api/interrupts/<id>/); once someone has answered it, the page says
  *   who, and its form is disabled.
+ * - Both: while the stream waits to reopen (refused, or its server down), #stream-notice
+ *   says "Reconnecting…"; once it is open again the page re-reads what it shows (the
+ *   stream also replays the changes it missed, from its last id or from its open).
  */
 (function () {
   "use strict";
 
-  function onQueueChange(url, handle) {
+  // The queue stream, with the page's "Reconnecting…" notice (#stream-notice) while it
+  // waits to reopen; `reopened()` runs when it is open again after that (the stream
+  // replays what it missed; the page may also re-read what it shows).
+  function onQueueChange(url, handle, reopened) {
     if (!window.agentsiteEvents) return null;
+    const live = window.agentsiteEvents.notice(document.getElementById("stream-notice"));
+    const track = live.track("queue");
+    let away = false;
     return window.agentsiteEvents.open(url, {
       onEvent(data) {
         if (data && data.type === "interrupts_changed") handle(data);
+      },
+      onState(state) {
+        track(state);
+        if (state === "reconnecting") away = true;
+        else if (state === "open" && away) {
+          away = false;
+          if (reopened) reopened();
+        }
       },
     });
   }
@@ -61,7 +78,7 @@
         });
     }
 
-    onQueueChange(root.dataset.eventsUrl, refresh);
+    onQueueChange(root.dataset.eventsUrl, refresh, refresh);
     root.dataset.live = "open";
   }
 
@@ -105,7 +122,7 @@
     if (root.dataset.status !== "pending") return;
     onQueueChange(root.dataset.eventsUrl, (data) => {
       if (!data.run_id || data.run_id === runId) check();
-    });
+    }, check);
     root.dataset.live = "open";
   }
 

@@ -12,6 +12,9 @@
  *     5)"), counting down; the next event of the run (its next attempt) hides it
  *   interrupts_changed → the same, for the run named (answered in another tab or by
  *     someone else), keeping any card that is still pending as it is (typed text stays).
+ * While a stream waits to reopen (refused, or its server down) the server-rendered
+ * #stream-notice says "Reconnecting…" (agentsiteEvents.notice); once it is back the
+ * stream resumes from its last event and the notice goes.
  * Agent and user text is only ever set as text (textContent), never as HTML.
  */
 (function () {
@@ -278,13 +281,17 @@
       attempt && attempt[1], attempt && attempt[2]);
   }
 
+  // "Reconnecting…" while either stream waits to reopen (the run's or the queue's).
+  const live = window.agentsiteEvents.notice(byId("stream-notice"));
   if (runId && chat.dataset.eventsUrl) {
     window.agentsiteEvents.open(chat.dataset.eventsUrl, {
       onEvent: onRunEvent,
       onGap: () => refreshRun(runId, {}),
+      onState: live.track("run"),
     }, { from: chat.dataset.lastEventId || "" });
   }
   window.agentsiteEvents.open(chat.dataset.queueUrl, {
+    onState: live.track("queue"),
     onEvent(data) {
       if (data && data.type === "interrupts_changed" && byId("run-" + data.run_id)) {
         refreshRun(data.run_id, {});

@@ -27,6 +27,10 @@
  *     stream delivered an event or stayed open 30 s), from the last event seen (the
  *     `lastEventId` query parameter: a new EventSource cannot set Last-Event-ID).
  * Options: `from` — an id to resume after (e.g. kept across a page reload with stream.lastId()).
+ *
+ *   const live = agentsiteEvents.notice(document.getElementById("stream-notice"));
+ *   agentsiteEvents.open(url, { onEvent, onState: live.track("run") });
+ * shows the page's server-rendered "Reconnecting…" notice while a stream waits to reopen.
  */
 (function (global) {
   "use strict";
@@ -191,5 +195,50 @@
     };
   }
 
-  global.agentsiteEvents = { open, parseId, makeId, backoff };
+  // A page's live-connection notice, server-rendered: a `role=status` element (always
+  // there, empty to the eye) holding one hidden child per state it tells about ([data-state=reconnecting], and
+  // [data-state=closed] for a stream ended for good). `track(name)` is a stream's onState.
+  // "Reconnecting" shows once a stream has waited GRACE ms (a dropped connection the
+  // browser reopens at once never flashes it); it goes once every stream is open again.
+  // el.dataset.state says what is shown: "open", "reconnecting" or "closed".
+  const GRACE = 1500;
+  function notice(el, options) {
+    options = options || {};
+    const grace = options.grace === undefined ? GRACE : options.grace;
+    const later = options.setTimeout || global.setTimeout.bind(global);
+    const cancel = options.clearTimeout || global.clearTimeout.bind(global);
+    const states = {};
+    let timer = null;
+    let due = false; // a stream has been reconnecting for the grace period
+
+    function render() {
+      const all = Object.values(states);
+      const closed = all.includes("closed");
+      const waiting = all.includes("reconnecting");
+      if (!waiting) {
+        if (timer !== null) { cancel(timer); timer = null; }
+        due = false;
+      } else if (!due && timer === null) {
+        timer = later(() => { timer = null; due = true; render(); }, grace);
+      }
+      const shown = closed ? "closed" : waiting && due ? "reconnecting" : "open";
+      if (!el || el.dataset.state === shown) return;
+      el.dataset.state = shown;
+      for (const child of el.querySelectorAll("[data-state]")) {
+        child.hidden = child.dataset.state !== shown; // added to a live region: announced
+      }
+    }
+
+    return {
+      track(name) {
+        return (state) => {
+          states[name] = state;
+          render();
+          if (options.onState) options.onState(name, state);
+        };
+      },
+    };
+  }
+
+  global.agentsiteEvents = { open, parseId, makeId, backoff, notice };
 })(typeof window !== "undefined" ? window : globalThis);

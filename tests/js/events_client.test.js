@@ -241,3 +241,34 @@ test("a late probe answer after close() does nothing", async () => {
   assert.strictEqual(error, null);
   assert.strictEqual(h.timers.length, 0);
 });
+
+test("notice: Reconnecting… after the grace period, gone once every stream is open", () => {
+  const timers = [];
+  const child = (state) => ({ dataset: { state }, hidden: true });
+  const children = [child("reconnecting"), child("closed")];
+  const el = { dataset: { state: "open" }, querySelectorAll: () => children };
+  const shown = () => [el.dataset.state, children.filter((c) => !c.hidden).map((c) => c.dataset.state)];
+  const live = globalThis.agentsiteEvents.notice(el, {
+    setTimeout(fn, ms) { const t = { fn, ms }; timers.push(t); return t; },
+    clearTimeout(t) { t.cancelled = true; },
+  });
+  const run = live.track("run");
+  const queue = live.track("queue");
+  run("open");
+  queue("open");
+  run("reconnecting");
+  assert.deepStrictEqual(shown(), ["open", []]); // not at once: a quick reconnect never shows
+  assert.strictEqual(timers[0].ms, 1500);
+  run("open"); // back within the grace period
+  assert.ok(timers[0].cancelled);
+  run("reconnecting");
+  queue("reconnecting");
+  timers[1].fn();
+  assert.deepStrictEqual(shown(), ["reconnecting", ["reconnecting"]]);
+  run("open");
+  assert.deepStrictEqual(shown(), ["reconnecting", ["reconnecting"]]); // the queue still waits
+  queue("open");
+  assert.deepStrictEqual(shown(), ["open", []]);
+  queue("closed"); // ended for good (access lost): says so, and stays
+  assert.deepStrictEqual(shown(), ["closed", ["closed"]]);
+});

@@ -27,8 +27,10 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import decorator_from_middleware
 from django_eventstream.eventrequest import EventRequest
 from django_eventstream.eventstream import EventPermissionError, get_events
-from django_eventstream.utils import sse_error_response
+from django_eventstream.utils import get_storage, sse_encode_event, sse_error_response
 
+from agui.relay import RunWatch, Wire, run_truth, truth_events
+from runs.models import AgentRun
 from streams.db import release_db_connections
 
 
@@ -52,28 +54,101 @@ def _no_cache(response: HttpResponse) -> HttpResponse:
 _SIGNER = signing.Signer(salt="streams.grip.next")
 
 
-def _next_uri(path: str, channel: str, user: Any, after: str | None = None) -> str:
+def _next_uri(path: str, channel: str, user: Any, after: str | None = None,
+              mark: str = "") -> str:
     """The hold's next link: the same for every stream of one user on one channel, so the
     proxy asks once for all of them (it shares requests to one URI, and makes at most
     10 such updates a second: Pushpin's handler). django-eventstream's own link has an
     expiry to the second in it, which makes nearly every stream's link its own.
     ``after``: the answer was cut short (more stored events than one answer carries);
     the proxy follows the link at once, without ``Grip-Last`` (it holds no channel yet),
-    so the link says where to go on from."""
+    so the link says where to go on from. ``mark``: the run watchdog's (``_watchdog``)."""
     value = f"{quote(channel)} {user.pk if user is not None else ''}"
-    if after is not None:
-        value += f" {after}"
+    if after is not None or mark:
+        value += f" {after or ''}"
+    if mark:
+        value += f" {mark}"
     params = {"link": "next", "recover": "true", "es-hold": _SIGNER.sign(value)}
     return f"{path}?{urlencode(params)}"
 
 
+# How soon the proxy asks again when a run's stream disagrees with the database (the
+# second disagreeing check in a row sends the run's true state, as on a direct stream).
+CONFIRM_SECONDS = 5
+_ANCHORS = ("RUN_STARTED", "RUN_FINISHED", "RUN_ERROR")
+_READ_BACK = 50  # stored events read at a time, back from the last, to find an anchor
+
+
+def _told(channel: str, last: int) -> RunWatch | None:
+    """What a client with every stored event of ``channel`` up to ``last`` was told about
+    its run (read back to the last RUN_STARTED or end: what the watch needs); None when
+    some of them expired (nothing to compare)."""
+    store = get_storage()
+    top, tail = last, []
+    while top > 0:
+        low = max(0, top - _READ_BACK)
+        chunk = [Wire.of(e.data) for e in store.get_events(channel, low, limit=top - low)]
+        if len(chunk) < top - low:
+            return None
+        tail = chunk + tail
+        anchor = next((i for i in range(len(chunk) - 1, -1, -1)
+                       if chunk[i].type in _ANCHORS), None)
+        if anchor is not None:
+            tail = tail[anchor:]
+            break
+        top = low
+    watch = RunWatch()
+    for event in tail:
+        watch.saw(event)
+    return watch
+
+
+def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
+    """The direct stream's run watchdog (``streams.sse``, ``agui.relay.RunWatch``) for a
+    held run stream, checked on each answer (open, a missed id, every
+    ``GRIP_RECHECK_SECONDS``): when the run is no longer live and the stored events up to
+    ``last`` (what the stream has) do not say how it stands (its end was published while
+    Redis was down, so never stored), the link is marked ``s<last>`` and asked again in
+    ``CONFIRM_SECONDS``; if it still disagrees then, the answer carries the run's true
+    state (ids ``<channel>:<last>.<k>``, as the direct stream's) and the link is marked
+    ``b<last>``, so later checks at the same id do not send it again.
+    Returns (SSE text to add to the answer, the link's mark)."""
+    if not channel.startswith("run-"):
+        return "", ""
+    if mark == f"b{last}":
+        return "", mark  # told already
+    run_id = channel.removeprefix("run-")
+    try:
+        truth = run_truth(run_id)
+        if truth is not None and truth.status in AgentRun.LIVE:
+            return "", ""
+        watch = _told(channel, last)
+        if watch is None or watch.agrees(truth):
+            return "", ""
+        if mark != f"s{last}":
+            return "", f"s{last}"
+        bridge = watch.bridge(truth_events(run_id))
+    except ValueError:  # not a run id
+        return "", ""
+    finally:
+        release_db_connections()
+    if not bridge:
+        return "", ""
+    text = "".join(sse_encode_event("message", event.data, escape=True,
+                                    event_id=f"{quote(channel)}:{last}.{k:03d}")
+                   for k, event in enumerate(bridge, start=1))
+    return text, f"b{last}"
+
+
 def _instructed(event_request: EventRequest, request: Any, user: Any,
-                name_now: bool = False) -> HttpResponse:
+                name_now: bool = False, mark: str = "") -> HttpResponse:
     """django-eventstream's GRIP answer (stored events + hold instructions), with our
     next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
     again then) and whenever the proxy misses an id. An answer cut short (``more``: no
     hold, the proxy follows the link at once) carries its position in the link: the
-    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped."""
+    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped. A run's
+    answer that holds is checked by the run watchdog (``_watchdog``; ``mark``: the
+    link's)."""
     (channel,) = event_request.channels
     try:
         events = get_events(event_request, user=user)
@@ -91,11 +166,19 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
         response.content = response.content.replace(OPENING.encode(), head.encode(), 1)
     instruct = request.grip.instruct
     if instruct is not None and instruct.next_link:
-        after = None
+        items = events.channel_items.get(channel) or []
+        after, timeout = None, settings.GRIP_RECHECK_SECONDS
         if channel in events.channel_more:
-            after = str(events.channel_items[channel][-1].id)
-        instruct.set_next_link(_next_uri(request.path, channel, user, after),
-                               timeout=settings.GRIP_RECHECK_SECONDS)
+            after, mark = str(items[-1].id), ""
+        else:
+            last = items[-1].id if items else events.channel_last_ids.get(channel)
+            bridge, mark = _watchdog(channel, int(last or 0), mark)
+            if bridge:
+                response.content += bridge.encode()
+            elif mark.startswith("s"):
+                timeout = CONFIRM_SECONDS
+        instruct.set_next_link(_next_uri(request.path, channel, user, after, mark),
+                               timeout=timeout)
     return _no_cache(response)
 
 
@@ -119,7 +202,8 @@ def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
     again for that user. ``channel``: the one the URL
     names, which the link must name too."""
     try:
-        quoted, user_id, *after = _SIGNER.unsign(request.GET.get("es-hold", "")).split(" ")
+        quoted, user_id, *rest = _SIGNER.unsign(request.GET.get("es-hold", "")).split(" ")
+        after, mark = (rest + ["", ""])[:2]
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     except (signing.BadSignature, ValueError):
         return _no_cache(sse_error_response("bad-request", "Invalid request: next link."))
@@ -130,11 +214,11 @@ def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
         return _no_cache(sse_error_response("bad-request", "Invalid request: channel."))
     event_request = EventRequest()
     event_request.channels = [held]
-    last = request.grip.last.get(f"events-{quote(held)}") or (after[0] if after else None)
+    last = request.grip.last.get(f"events-{quote(held)}") or after or None
     event_request.channel_last_ids = {held: last} if last else {}
     event_request.is_next = event_request.is_recover = True
     event_request.user = user
-    return _instructed(event_request, request, user)
+    return _instructed(event_request, request, user, mark=mark)
 
 
 def held(view: Callable[..., Any], channel_of: Callable[..., str | None]) -> Callable[..., Any]:

@@ -10,8 +10,11 @@ stored events after the client's id (our store, ``streams.storage.EventStore``) 
 event to it with ``id`` / ``prev-id``. When the proxy sees an id that does not follow
 (an event missed), and every ``GRIP_RECHECK_SECONDS`` anyway, it asks the view again
 through the hold's next link (``next_link``): the events after the last id it delivered,
-and the access rule checked again for the user the link was signed for. Without
-``GRIP_URL``, and for a request that did not come through the proxy, nothing here runs.
+and the access rule checked again for the user the link was signed for. A run's answer
+also gets the direct stream's run watchdog (``_watchdog``: the run's true state when its
+end was never stored). The queue stream's ``stream-open`` names "now" (``streams.sse``).
+Without ``GRIP_URL``, and for a request that did not come through the proxy, nothing
+here runs.
 """
 
 from __future__ import annotations

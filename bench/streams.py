@@ -14,7 +14,11 @@ and N, after the 1-min load average before it:
 - RSS of Pushpin (its runner and services together); RSS and threads of each web process
   with all N open, and its RSS again a few seconds after they closed (a per-stream cost
   goes away with the streams, an allocator's high-water mark stays);
-- Postgres connections of each web process (its own application_name);
+- Postgres connections of each web process (its own application_name; the edge's web
+  processes run with ``DB_POOL_MAX=5``, ``--edge-db-pool``);
+- CPU seconds of each web process and of Pushpin (its runner and services) while the
+  streams opened and while the events came, and the edge forwarder's own summary (how
+  long its publishes to Pushpin took: streams/edge.py);
 - event latency p50 / p99: ``publish()`` -> the client has the event, over every stream
   (time.time() on both sides: one machine, one clock), and the first leg of it: publish
   -> the event out of Redis's fan-out (what the edge forwarder and direct streams read);
@@ -27,8 +31,9 @@ survives. Everything shares this machine's CPUs: check ``uptime`` first.
 
 Streams open in waves of ``--wave`` (split over the K processes; the next wave once the
 last one is answered, or after 2 s), as browsers arrive; a refused stream is counted, not
-retried. ``--pushpin-log-level 3`` (debug) and ``--pushpin-debug`` (error details in the
-refusal's body) are for finding why Pushpin refuses.
+retried. ``--pushpin-set log_level=3`` (debug) and ``--pushpin-set debug=true`` (error
+details in the refusal's body) are for finding why Pushpin refuses; ``--pushpin-set``
+replaces any key of deploy/pushpin/pushpin.conf.
 
 Its database is BENCH_DATABASE (default agentsite_bench): give it a name of its own when
 another bench may run at the same time (each drops and makes its database anew).
@@ -100,6 +105,13 @@ def threads(pid: int) -> int:
     return int(proc_stat(pid)[17])
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (utime + stime) of a process and its children, living and reaped."""
+    fields = proc_stat(pid)
+    own = sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_s(child) for child in children_of(pid))
+
+
 def tree_rss_mb(pid: int) -> float:
     return rss_mb(pid) + sum(tree_rss_mb(child) for child in children_of(pid))
 
@@ -154,9 +166,18 @@ def baseline(variant: str, webs: list[Process], pushpin: Process | None, base: s
             f"{asyncio.run(rest_p50(base, token, run)):.1f} ms |")
 
 
+def forwarder_line(forwarder: Process | None) -> str:
+    """The edge forwarder's last summary (streams/edge.py logs one once the fan-out has
+    been quiet for 5 s): how long its publishes to Pushpin took."""
+    if forwarder is None:
+        return ""
+    lines = [x for x in forwarder.log().splitlines() if "published" in x and "requests" in x]
+    return lines[-1].split("edge: ", 1)[-1] if lines else "no summary"
+
+
 def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
         args: argparse.Namespace, webs: list[Process], pushpin: Process | None,
-        env: dict[str, str]) -> tuple[str, int]:
+        env: dict[str, str], forwarder: Process | None = None) -> tuple[str, int]:
     """N streams: open them, read the processes' numbers, publish, collect, close."""
     load_before = os.getloadavg()[0]
     print(f"{variant}, {n} streams: {load()}", flush=True)
@@ -164,7 +185,12 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
     paths = [f"/api/runs/{runs[i % len(runs)]}/events/" for i in range(n)]
     clients = Clients(k, port, paths, token, args.wave)
     try:
+        cpu0 = [cpu_s(w.proc.pid) for w in webs], cpu_s(pushpin.proc.pid) if pushpin else 0
         opened = clients.open()
+        cpu1 = [cpu_s(w.proc.pid) for w in webs], cpu_s(pushpin.proc.pid) if pushpin else 0
+        print("  CPU while opening: web " + " / ".join(
+            f"{b - a:.1f} s" for a, b in zip(cpu0[0], cpu1[0], strict=True))
+            + (f", Pushpin {cpu1[1] - cpu0[1]:.1f} s" if pushpin else ""), flush=True)
         refused = ", ".join(f"{c} {'no answer' if s == 0 else s}"
                             for s, c in sorted(opened.refused.items()))
         print(f"  opened {opened.opened} in {opened.open_s:.1f} s"
@@ -184,6 +210,7 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
         count = max(1, round(args.rate * args.seconds / len(runs))) * len(runs)
         per_stream = count // len(runs)
         clients.measure(per_stream)
+        cpu0 = [cpu_s(w.proc.pid) for w in webs], cpu_s(pushpin.proc.pid) if pushpin else 0
         published = subprocess.run(
             [sys.executable, str(PUBLISHER), str(args.rate), str(count / args.rate), *runs],
             env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -191,9 +218,14 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
             raise RuntimeError(f"publisher failed:\n{published.stderr[-3000:]}")
         pub = json.loads(published.stdout.strip().splitlines()[-1])
         collected = clients.collect(timeout=30)
+        cpu1 = [cpu_s(w.proc.pid) for w in webs], cpu_s(pushpin.proc.pid) if pushpin else 0
+        print("  CPU while the events came: web " + " / ".join(
+            f"{b - a:.1f} s" for a, b in zip(cpu0[0], cpu1[0], strict=True))
+            + (f", Pushpin {cpu1[1] - cpu0[1]:.1f} s" if pushpin else ""), flush=True)
     finally:
         clients.close()
-    time.sleep(5)  # the web processes let go of what the streams held
+    time.sleep(6)  # the web processes let go of what the streams held; the forwarder's
+    # summary (after 5 s quiet)
     web_closed = [rss_mb(w.proc.pid) for w in webs]
     lat = collected.latencies
     p50 = percentile(lat, 50) * 1000 if lat else float("nan")
@@ -203,6 +235,8 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
           f"{pub['publish_p50']} ms, p99 {pub['publish_p99']} ms); {expected} deliveries "
           f"expected, {collected.got} got, {collected.drops} streams dropped; clients' CPU "
           f"{collected.cpu:.1f} s while the events came", flush=True)
+    if forwarder is not None:
+        print(f"  edge forwarder: {forwarder_line(forwarder)}", flush=True)
     web_text = " / ".join(f"{o:.0f} → {c:.0f} MB, {t} thr"
                           for (o, t), c in zip(web_open, web_closed, strict=True))
     opened_text = f"{opened.opened}" + (f" ({refused} refused)" if refused else "")
@@ -223,8 +257,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--wave", type=int, default=250, help="streams opened at a time")
     parser.add_argument("--clients", type=int, default=0, help="client processes (0: N/2500)")
-    parser.add_argument("--pushpin-log-level", default="2")
-    parser.add_argument("--pushpin-debug", action="store_true")
+    parser.add_argument("--edge-db-pool", type=int, default=5,
+                        help="DB_POOL_MAX of the web processes behind Pushpin")
+    parser.add_argument("--pushpin-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a key of deploy/pushpin/pushpin.conf replaced")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10k sockets, inherited
@@ -280,11 +316,11 @@ def main() -> None:
         key = secrets.token_hex(16)
         http_port, publish_port = free_port(), free_port()
         web_ports = [free_port(), free_port()]
-        edge_env = {**env, "GRIP_URL": grip_url(publish_port, key)}
+        edge_env = {**env, "GRIP_URL": grip_url(publish_port, key),
+                    "DB_POOL_MAX": str(args.edge_db_pool)}
         conf = pushpin_config(logs / "pushpin", http_port=http_port,
                               publish_port=publish_port, sig_key=key, targets=web_ports,
-                              settings={"log_level": args.pushpin_log_level,
-                                        "debug": "true" if args.pushpin_debug else "false"})
+                              settings=dict(kv.split("=", 1) for kv in args.pushpin_set))
         webs = [web(f"web{i + 1}", p, edge_env, logs) for i, p in enumerate(web_ports)]
         pushpin = pushpin_process(conf, http_port, publish_port, edge_env, logs)
         forwarder = edge_process(edge_env, logs)
@@ -297,7 +333,7 @@ def main() -> None:
             table.append(baseline("edge", webs, pushpin, base, token, runs[0]))
             for n in [int(x) for x in args.edge.split(",") if x]:
                 line, _ = one("edge", http_port, base, token, runs, n, args, webs, pushpin,
-                              edge_env)
+                              edge_env, forwarder)
                 table.append(line)
         finally:
             for process in reversed(started):

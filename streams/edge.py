@@ -36,6 +36,7 @@ log = logging.getLogger("streams.edge")
 BATCH_MAX = 500  # items per publish request
 RETRY_FOR = 3.0  # seconds a batch is retried while the proxy does not answer
 RECONNECT_WAIT = 0.5
+STATS_EVERY = 10.0  # seconds between the summary lines in the log (when it published)
 
 
 def item(body: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -57,6 +58,25 @@ class Forwarder:
         self.url = control_uri.rstrip("/") + "/publish/"
         self.redis_kwargs, self.prefix = redis_kwargs, prefix
         self.published = 0
+        # Per publish request since the last summary: (items, seconds from the batch's
+        # first message read to the proxy's answer, seconds of the request alone).
+        self.samples: list[tuple[int, float, float]] = []
+        self.reported = time.monotonic()
+
+    def summary(self, quiet: bool = False) -> None:
+        """Log what the publishes since the last summary took, every STATS_EVERY seconds
+        and once the fan-out is ``quiet`` (for the bench and for an operator: a slow
+        proxy shows here before the browsers notice)."""
+        now = time.monotonic()
+        if not self.samples or (now - self.reported < STATS_EVERY and not quiet):
+            return
+        samples, self.samples, self.reported = self.samples, [], now
+        held = sorted(s[1] for s in samples)
+        posts = sorted(s[2] for s in samples)
+        log.info("published %d events in %d requests; read -> proxy answered p50 %.1f ms, "
+                 "max %.1f ms; request p50 %.1f ms, max %.1f ms", sum(s[0] for s in samples),
+                 len(samples), held[len(held) // 2] * 1000, held[-1] * 1000,
+                 posts[len(posts) // 2] * 1000, posts[-1] * 1000)
 
     async def publish(self, client: httpx.AsyncClient, items: list[dict[str, Any]]) -> None:
         deadline = time.monotonic() + RETRY_FOR
@@ -93,7 +113,9 @@ class Forwarder:
                     while True:
                         message = await pubsub.get_message(timeout=5.0)
                         if message is None:
+                            self.summary(quiet=True)
                             continue
+                        read_at = time.monotonic()
                         batch = [message]
                         while len(batch) < BATCH_MAX:  # what is waiting already
                             more = await pubsub.get_message(timeout=0)
@@ -103,7 +125,11 @@ class Forwarder:
                         items = [item(json.loads(m["data"]), self.prefix)
                                  for m in batch if m.get("type") == "message"]
                         if items:
+                            began = time.monotonic()
                             await self.publish(client, items)
+                            done = time.monotonic()
+                            self.samples.append((len(items), done - read_at, done - began))
+                        self.summary()
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # noqa: BLE001 - Redis went away: subscribe again

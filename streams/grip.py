@@ -108,13 +108,14 @@ def _told(channel: str, last: int) -> RunWatch | None:
 
 def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
     """The direct stream's run watchdog (``streams.sse``, ``agui.relay.RunWatch``) for a
-    held run stream, checked on each answer (open, a missed id, every
-    ``GRIP_RECHECK_SECONDS``): when the run is no longer live and the stored events up to
-    ``last`` (what the stream has) do not say how it stands (its end was published while
-    Redis was down, so never stored), the link is marked ``s<last>`` and asked again in
-    ``CONFIRM_SECONDS``; if it still disagrees then, the answer carries the run's true
-    state (ids ``<channel>:<last>.<k>``, as the direct stream's) and the link is marked
-    ``b<last>``, so later checks at the same id do not send it again.
+    held run stream, checked on each next-link answer (a newly held channel 1 s after,
+    a missed id, every ``GRIP_RECHECK_SECONDS``). When the run is no longer live and the
+    stored events up to ``last`` (what the stream has) do not say how it stands (its end
+    was published while Redis was down, so never stored), the link is marked
+    ``s<last>`` and asked again in ``CONFIRM_SECONDS``; if it still disagrees then, the
+    answer carries the run's true state (ids ``<channel>:<last>.<k>``, as the direct
+    stream's) and the link is marked ``b<last>``, so later checks at the same id do not
+    send it again.
     Returns (SSE text to add to the answer, the link's mark)."""
     if not channel.startswith("run-"):
         return "", ""
@@ -144,14 +145,16 @@ def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
 
 
 def _instructed(event_request: EventRequest, request: Any, user: Any,
-                name_now: bool = False, mark: str = "") -> HttpResponse:
+                name_now: bool = False, mark: str | None = None) -> HttpResponse:
     """django-eventstream's GRIP answer (stored events + hold instructions), with our
     next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
     again then) and whenever the proxy misses an id. An answer cut short (``more``: no
     hold, the proxy follows the link at once) carries its position in the link: the
-    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped. A run's
-    answer that holds is checked by the run watchdog (``_watchdog``; ``mark``: the
-    link's)."""
+    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped. A
+    next-link answer that holds is checked by the run watchdog (``_watchdog``; ``mark``:
+    the link's). A stream's first answer is not: opens stay one access check and one
+    store read each (10,000 at once); the proxy asks a newly held channel's link 1 s
+    later anyway, and every ``GRIP_RECHECK_SECONDS``."""
     (channel,) = event_request.channels
     try:
         events = get_events(event_request, user=user)
@@ -173,6 +176,8 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
         after, timeout = None, settings.GRIP_RECHECK_SECONDS
         if channel in events.channel_more:
             after, mark = str(items[-1].id), ""
+        elif mark is None:
+            mark = ""
         else:
             last = items[-1].id if items else events.channel_last_ids.get(channel)
             bridge, mark = _watchdog(channel, int(last or 0), mark)

@@ -1,7 +1,8 @@
 """The queue stream (/api/events/, "from now on") names "now" in its ``stream-open`` id, so a
 client cut off or refused before its first event resumes from there: a queue change made
-while it was away is replayed, not skipped by a new "now". Owner (own channel) and
-reviewer (everyone's); the edge variant is tests/edge/test_edge_queue_resume.py.
+while it was away is replayed, not skipped by a new "now". Owner (own channel), reviewer
+(everyone's), outsider (their own: nothing of the owner's), anonymous (401, no stream);
+the edge variant is tests/edge/test_edge_queue_resume.py.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def check_resume_from_open(client: Callable[[str], httpx.Client], users: dict) -
             assert opened.id is not None and opened.id.startswith(channel + ":"), opened.id
             opens[who] = opened.id
         # The stream is gone (cut, then refused) before any event came.
+    outsider = client("outsider")  # their own channel: nothing of the owner's reaches it
+    with SseStream(outsider, "/api/events/", headers=SSE) as stream:
+        opened = stream.next(skip_control=False)
+        assert opened.id is not None
+        assert opened.id.startswith(f"user-{users['outsider'].pk}:"), opened.id
+        opens["outsider"] = opened.id
+    with SseStream(client(None), "/api/events/", headers=SSE) as stream:
+        assert stream.status == 401  # anonymous: before any stream-open
     run = wait_run(owner, start_run(owner)["id"], "paused")  # meanwhile: an interrupt appears
     for who, stream_client in (("owner", owner), ("reviewer", reviewer)):
         with SseStream(stream_client, "/api/events/",
@@ -46,6 +55,14 @@ def check_resume_from_open(client: Callable[[str], httpx.Client], users: dict) -
             change = next_about(stream, run["id"])
             assert change.json()["type"] == "interrupts_changed"
             assert change.number > int(opens[who].rsplit(":", 1)[1])
+    quiet = httpx.Client(base_url=outsider.base_url, headers=outsider.headers,
+                         timeout=httpx.Timeout(10, read=2))
+    with SseStream(quiet, "/api/events/",
+                   headers={**SSE, "Last-Event-ID": opens["outsider"]}) as stream:
+        assert stream.status == 200
+        with pytest.raises(httpx.ReadTimeout):
+            next_about(stream, run["id"])
+    quiet.close()
 
 
 def test_queue_stream_resumes_from_where_it_opened(api, users):

@@ -54,8 +54,10 @@ async def _serve(conn: Connection, port: int, paths: list[str], token: str, wave
                "cpu": cpu_seconds() - cpu0})
 
     expected = await recv()  # events per stream to come: the publisher starts next
+    since = time.time()  # events published from now on; stored ones read late are not
     for s in streams:
         s.latencies.clear()
+        s.since = since
     cpu0 = cpu_seconds()
     conn.send("ready")
     timeout = await recv()  # the publisher is done: collect what is still on its way

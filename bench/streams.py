@@ -330,6 +330,10 @@ def main() -> None:
                 started.append(process)
                 process.start()
             base = f"http://127.0.0.1:{http_port}"
+            # A few events first: the forwarder's first publish opens its connection to
+            # Pushpin (~100 ms here), which a running forwarder has long done.
+            subprocess.run([sys.executable, str(PUBLISHER), "10", "1", runs[0]], env=edge_env,
+                           cwd=ROOT, capture_output=True, timeout=120, check=True)
             table.append(baseline("edge", webs, pushpin, base, token, runs[0]))
             for n in [int(x) for x in args.edge.split(",") if x]:
                 line, _ = one("edge", http_port, base, token, runs, n, args, webs, pushpin,

@@ -21,6 +21,7 @@ class Stream:
     opened_at: float = 0.0  # when the first ``stream-open`` arrived (monotonic)
     numbers: list[int] = field(default_factory=list)  # every event's n, in arrival order
     latencies: list[float] = field(default_factory=list)  # seconds, for data with "t"
+    since: float = 0.0  # latencies only of events stamped at or after this time.time()
     controls: list[str] = field(default_factory=list)  # stream-open, stream-error, ...
     connects: int = 0
     drops: int = 0  # streams that had opened and then ended (the proxy went away)
@@ -145,4 +146,6 @@ class Stream:
             at = text.find('"t":')
             if at >= 0:
                 end = text.find("}", at)
-                self.latencies.append(now - float(text[at + 4:end].split(",")[0]))
+                stamped = float(text[at + 4:end].split(",")[0])
+                if stamped >= self.since:  # not history from before (read late)
+                    self.latencies.append(now - stamped)

@@ -21,4 +21,4 @@ COPY . .
 RUN useradd --create-home app && chown -R app /app
 USER app
 EXPOSE 8000
-CMD ["python", "-m", "uvicorn", "agentsite.asgi:application", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "uvicorn", "agentsite.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]

@@ -152,7 +152,8 @@ def main() -> int:
     webs = [Child(f"web{i + 1}" if len(edge.web_ports) > 1 else "web",
                   [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
                    "127.0.0.1" if edge.children else host, "--port", str(web_port),
-                   "--no-access-log"])
+                   "--no-access-log", "--timeout-graceful-shutdown",
+                   str(processes.GRACEFUL_SHUTDOWN_SECONDS)])
             for i, web_port in enumerate(edge.web_ports)]
     supervisor = Supervisor(env=env, services=services, children=[
         *webs, *edge.children,

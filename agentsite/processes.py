@@ -40,9 +40,15 @@ def beat_argv(schedule: str, *, loglevel: str = "INFO") -> list[str]:
             "--schedule", schedule]
 
 
+# A stopping web process cuts its open streams after this long (uvicorn waits for them
+# for ever otherwise); clients reconnect with Last-Event-ID to another process.
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
 def web_argv(port: int, *, log_level: str = "info") -> list[str]:
     return [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host",
-            "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", log_level]
+            "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", log_level,
+            "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_SECONDS)]
 
 
 def healthy(base_url: str) -> bool:

@@ -19,9 +19,11 @@ from ag_ui.core import BaseEvent
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
 
 from agentsite import timing
 from streams.keys import REVIEWERS_CHANNEL, run_channel, user_channel
@@ -160,8 +162,12 @@ class _Sender:
     """
 
     def __init__(self) -> None:
+        # No redis-py retry: its default backs off ~4 s per refused connect, which a
+        # worker's segment (or a web request publishing on commit) would wait out on
+        # every publish while Redis is down. The send's own once-more covers a blip.
         self.client = redis.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION,
-                                  single_connection_client=True)
+                                  single_connection_client=True,
+                                  retry=Retry(NoBackoff(), 0))
         self.unread = 0
         self.sent_at = 0.0
 

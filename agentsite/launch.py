@@ -1,8 +1,8 @@
 """`make run`: embedded services if needed, migrate, demo user, then web + worker + beat
 under a supervisor; with EDGE=pushpin also Pushpin in front of the web processes
-(WEB_PROCESSES of them) and the edge forwarder (docs/scaling.md). A child that dies is
-restarted with exponential backoff (and logged); the embedded servers, when used, are
-watched and restarted on their port the same way.
+(WEB_PROCESSES workers of one uvicorn) and the edge forwarder (docs/scaling.md). A child
+that dies is restarted with exponential backoff (and logged); the embedded servers, when
+used, are watched and restarted on their port the same way.
 Only Ctrl-C / SIGTERM stops everything.
 """
 
@@ -39,6 +39,7 @@ def backoff(failures: int, first: float = BACKOFF_FIRST, cap: float = BACKOFF_MA
 class Child:
     name: str
     argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # on top of the supervisor's
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
     failures: int = 0  # exits in a row, each after less than STABLE_SECONDS
@@ -57,7 +58,7 @@ class Supervisor:
     stopping: bool = False
 
     def _start(self, child: Child) -> None:
-        child.proc = subprocess.Popen(child.argv, env=self.env)
+        child.proc = subprocess.Popen(child.argv, env={**self.env, **child.env})
         child.started_at = time.monotonic()
         log.info("started %s (pid %s)", child.name, child.proc.pid)
 
@@ -149,14 +150,16 @@ def main() -> int:
     manage("ensure_demo_user")
 
     edge = edge_children(env, host, int(port))
-    webs = [Child(f"web{i + 1}" if len(edge.web_ports) > 1 else "web",
-                  [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
-                   "127.0.0.1" if edge.children else host, "--port", str(web_port),
-                   "--no-access-log", "--timeout-graceful-shutdown",
-                   str(processes.GRACEFUL_SHUTDOWN_SECONDS)])
-            for i, web_port in enumerate(edge.web_ports)]
+    web = Child("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
+                        "127.0.0.1" if edge.children else host, "--port", str(edge.web_port),
+                        "--no-access-log", "--timeout-graceful-shutdown",
+                        str(processes.GRACEFUL_SHUTDOWN_SECONDS), "--workers",
+                        str(edge.web_processes)],
+                # Behind Pushpin a web process holds no stream: 5 connections serve the
+                # 100 requests it may have in flight (docs/scaling.md).
+                env={"DB_POOL_MAX": env.get("DB_POOL_MAX", "5")} if edge.children else {})
     supervisor = Supervisor(env=env, services=services, children=[
-        *webs, *edge.children,
+        web, *edge.children,
         Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
                          "--concurrency", env.get("WORKER_CONCURRENCY", "8")]),
         # Sends the periodic deadline / escalation sweep (CELERY_BEAT_SCHEDULE).
@@ -173,32 +176,36 @@ def main() -> int:
 
 @dataclass
 class Edge:
-    web_ports: list[int]
+    web_port: int
+    web_processes: int = 1
     children: list[Child] = field(default_factory=list)
 
 
 def edge_children(env: dict[str, str], host: str, port: int) -> Edge:
     """EDGE=pushpin: Pushpin on HOST:PORT in front of WEB_PROCESSES web processes on the
-    next ports, and the edge forwarder; GRIP_URL (with a fresh key) goes into ``env``.
-    Otherwise one web process on HOST:PORT, holding its streams itself."""
+    next port, and the edge forwarder; GRIP_URL (with a fresh key) goes into ``env``. The
+    web processes are one uvicorn's workers sharing its socket, so the kernel spreads
+    Pushpin's connections over them: Pushpin tries its targets in order, it does not
+    balance (uvicorn restarts a worker that dies). Otherwise one web process on
+    HOST:PORT, holding its streams itself."""
     edge = env.get("EDGE", "").strip().lower()
     if not edge:
-        return Edge(web_ports=[port])
+        return Edge(web_port=port)
     if edge != "pushpin":
         sys.exit(f"EDGE={edge!r}: the only edge is 'pushpin'")
     if not processes.pushpin_installed():
         sys.exit("EDGE=pushpin, but Pushpin is not installed (Debian: apt-get install pushpin)")
     count = int(env.get("WEB_PROCESSES", "2"))
-    web_ports = [port + 1 + i for i in range(count)]
+    web_port = port + 1
     publish_port = int(env.get("GRIP_PUBLISH_PORT", "5561"))
     key = secrets.token_hex(16)
     conf = processes.pushpin_config(processes.ROOT / ".data" / "pushpin", http_port=port,
                                     publish_port=publish_port, sig_key=key,
-                                    targets=web_ports, host=host)
+                                    targets=[web_port], host=host)
     env["GRIP_URL"] = processes.grip_url(publish_port, key)
-    print(f"edge: Pushpin on {host}:{port} in front of web processes on "
-          f"{', '.join(map(str, web_ports))}; publish endpoint 127.0.0.1:{publish_port}")
-    return Edge(web_ports=web_ports, children=[
+    print(f"edge: Pushpin on {host}:{port} in front of {count} web processes on "
+          f"{web_port}; publish endpoint 127.0.0.1:{publish_port}")
+    return Edge(web_port=web_port, web_processes=count, children=[
         Child("pushpin", processes.pushpin_argv(conf)),
         Child("edge", processes.edge_argv())])
 

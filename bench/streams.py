@@ -125,8 +125,16 @@ def pg_connections() -> dict[str, int]:
     return {name.removeprefix(f"{APP}-"): count for name, count in rows}
 
 
-def web(name: str, port: int, env: dict[str, str], logs: Path) -> Process:
-    return Process(name, web_argv(port, log_level="warning"),
+def tree_threads(pid: int) -> int:
+    return threads(pid) + sum(tree_threads(child) for child in children_of(pid))
+
+
+def web(name: str, port: int, env: dict[str, str], logs: Path, workers: int = 1) -> Process:
+    # workers > 1: one uvicorn whose worker processes share its socket (--workers), the
+    # kernel spreading connections over them (make run's edge; Pushpin has no balancing).
+    argv = web_argv(port, log_level="warning") + (["--workers", str(workers)]
+                                                  if workers > 1 else [])
+    return Process(name, argv,
                    {**env, "PGAPPNAME": f"{APP}-{name}"}, logs,
                    ready=lambda p: healthy(f"http://127.0.0.1:{port}"))
 
@@ -144,7 +152,9 @@ async def rest_p50(base: str, token: str, run: str, n: int = 100) -> float:
 
 
 def web_now(webs: list[Process]) -> str:
-    return " / ".join(f"{rss_mb(w.proc.pid):.0f} MB, {threads(w.proc.pid)} thr" for w in webs)
+    # A uvicorn with --workers: its processes together.
+    return " / ".join(f"{tree_rss_mb(w.proc.pid):.0f} MB, {tree_threads(w.proc.pid)} thr"
+                      for w in webs)
 
 
 def pg_text(webs: list[Process]) -> str:
@@ -204,7 +214,7 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
         if pushpin:
             time.sleep(1.0 + len(runs) * max(1, n // len(runs) // 100) / 10)
         rest = asyncio.run(rest_p50(base, token, runs[0]))
-        web_open = [(rss_mb(w.proc.pid), threads(w.proc.pid)) for w in webs]
+        web_open = [(tree_rss_mb(w.proc.pid), tree_threads(w.proc.pid)) for w in webs]
         pg = pg_text(webs)
         pushpin_text = f"{tree_rss_mb(pushpin.proc.pid):.0f} MB" if pushpin else "—"
         count = max(1, round(args.rate * args.seconds / len(runs))) * len(runs)
@@ -226,7 +236,7 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
         clients.close()
     time.sleep(6)  # the web processes let go of what the streams held; the forwarder's
     # summary (after 5 s quiet)
-    web_closed = [rss_mb(w.proc.pid) for w in webs]
+    web_closed = [tree_rss_mb(w.proc.pid) for w in webs]
     lat = collected.latencies
     p50 = percentile(lat, 50) * 1000 if lat else float("nan")
     p99 = percentile(lat, 99) * 1000 if lat else float("nan")
@@ -257,6 +267,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--wave", type=int, default=250, help="streams opened at a time")
     parser.add_argument("--clients", type=int, default=0, help="client processes (0: N/2500)")
+    parser.add_argument("--web-workers", type=int, default=1,
+                        help="edge: one uvicorn with this many workers on one socket "
+                             "(as make run starts it) instead of two web processes")
     parser.add_argument("--edge-db-pool", type=int, default=5,
                         help="DB_POOL_MAX of the web processes behind Pushpin")
     parser.add_argument("--pushpin-set", action="append", default=[], metavar="KEY=VALUE",
@@ -315,13 +328,14 @@ def main() -> None:
         # The edge: Pushpin, two web processes, the forwarder.
         key = secrets.token_hex(16)
         http_port, publish_port = free_port(), free_port()
-        web_ports = [free_port(), free_port()]
+        web_ports = [free_port()] if args.web_workers > 1 else [free_port(), free_port()]
         edge_env = {**env, "GRIP_URL": grip_url(publish_port, key),
                     "DB_POOL_MAX": str(args.edge_db_pool)}
         conf = pushpin_config(logs / "pushpin", http_port=http_port,
                               publish_port=publish_port, sig_key=key, targets=web_ports,
                               settings=dict(kv.split("=", 1) for kv in args.pushpin_set))
-        webs = [web(f"web{i + 1}", p, edge_env, logs) for i, p in enumerate(web_ports)]
+        webs = [web(f"web{i + 1}", p, edge_env, logs, args.web_workers)
+                for i, p in enumerate(web_ports)]
         pushpin = pushpin_process(conf, http_port, publish_port, edge_env, logs)
         forwarder = edge_process(edge_env, logs)
         started = []

@@ -13,13 +13,20 @@ hold one. ``ChannelManager`` gives django-eventstream's own paths the same rules
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django_eventstream.channelmanager import ChannelManagerBase
 
-from hitl.selectors import is_reviewer, visible_runs
+from hitl.selectors import can_decide, is_reviewer
+from runs.models import AgentRun
 from streams.db import release_db_connections
 from streams.keys import REVIEWERS_CHANNEL, user_channel
+
+# (user pk, channel) whose access the current request has just checked (``checked``).
+_checked: ContextVar[tuple[Any, str] | None] = ContextVar("streams_checked", default=None)
 
 
 def user_stream_channel(user: Any) -> str:
@@ -39,8 +46,23 @@ def may_read(user: Any, channel: str) -> bool:
             run_id = uuid.UUID(channel.removeprefix("run-"))
         except ValueError:
             return False
-        return visible_runs(user).filter(pk=run_id).exists()
+        # hitl.selectors.visible_runs' rule (owner or reviewer), owner first: one query
+        # for an owner, whose streams are most of them, instead of the permission lookup.
+        run = AgentRun.objects.filter(pk=run_id).only("owner_id").first()
+        return run is not None and can_decide(user, run)
     return False
+
+
+@contextmanager
+def checked(user: Any, channel: str) -> Iterator[None]:
+    """Within: ``user``'s access to ``channel`` was checked by this request a moment ago,
+    so django-eventstream's own check (``ChannelManager``, on the same request) is not
+    made again (a stream open through the proxy: each query counts at 10,000 opens)."""
+    token = _checked.set((getattr(user, "pk", None), channel))
+    try:
+        yield
+    finally:
+        _checked.reset(token)
 
 
 class ChannelManager(ChannelManagerBase):
@@ -51,6 +73,8 @@ class ChannelManager(ChannelManagerBase):
         return set(view_kwargs.get("channels", ()))
 
     def can_read_channel(self, user: Any, channel: str) -> bool:
+        if user is not None and user.is_authenticated and _checked.get() == (user.pk, channel):
+            return True
         try:
             return may_read(user, channel)
         finally:

@@ -34,6 +34,7 @@ from django_eventstream.utils import get_storage, sse_encode_event, sse_error_re
 
 from agui.relay import RunWatch, Wire, run_truth, truth_events
 from runs.models import AgentRun
+from streams.channels import checked
 from streams.db import release_db_connections
 
 
@@ -199,7 +200,8 @@ def hold(request: Any, channel: str, after: int | None) -> HttpResponse:
     event_request.channel_last_ids = {} if after is None else {channel: str(after)}
     event_request.is_next = event_request.is_recover = False
     event_request.user = request.user
-    return _instructed(event_request, request, request.user, name_now=after is None)
+    with checked(request.user, channel):  # by the view: not again in get_events
+        return _instructed(event_request, request, request.user, name_now=after is None)
 
 
 def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:

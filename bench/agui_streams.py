@@ -5,7 +5,7 @@ is a coroutine in a web process for as long as its segment lasts. This bench hol
 them open on one web process (uvicorn, as ``make run`` starts it) and reads what they
 cost.
 
-Each stream is ``POST /agui/slow_counted/connect/`` (a reviewer-free owner's token) on one
+Each stream is ``POST /agui/slow_counted/connect/`` (the runs' owner's token) on one
 of R runs of the test agent ``slow_counted`` (tests/slow_agents.py) whose first step
 sleeps ``SLOW_STEP_SECONDS`` (an hour here) in the Celery worker: the run is live, so
 connect joins its segment and the answer stays open until the segment ends. Streams are
@@ -40,11 +40,17 @@ that its answer ends.
 ``max_open_requests=100``) proxying to one web process (no GRIP: AG-UI answers are
 streamed through, not held), to show what the proxy adds.
 
+Streams open in waves of ``--wave`` (the next once the last has its RUN_STARTED, or after
+2 s). With 250 at a time some answers are cut at once: the web process's asyncio Redis
+client (streams/pubsub.py, redis-py's pool of at most 100 connections) raises
+``MaxConnectionsError`` for a store read beyond 100 in flight, after the answer's 200
+went out; the default, 50, is closer to clients arriving (docs/scaling.md, "AG-UI").
+
 Its database is BENCH_DATABASE (default here agentsite_bench_agui), dropped and made anew.
 Everything shares this machine's CPUs: the load is printed before each N.
 
 Usage: python bench/agui_streams.py [--direct 100,500,1000,2000] [--edge 50,100,150]
-       [--runs 8] [--seconds 5] [--wave 250] [--kill 500] [--kill-signal TERM]
+       [--runs 8] [--seconds 5] [--wave 50] [--kill 500] [--kill-signal TERM]
 """
 
 from __future__ import annotations
@@ -663,7 +669,7 @@ def main() -> None:
     parser.add_argument("--edge", default="", help="N through Pushpin (proxying, not holding)")
     parser.add_argument("--runs", type=int, default=8, help="live runs the streams follow")
     parser.add_argument("--seconds", type=float, default=5, help="seconds of events")
-    parser.add_argument("--wave", type=int, default=250, help="streams opened at a time")
+    parser.add_argument("--wave", type=int, default=50, help="streams opened at a time")
     parser.add_argument("--clients", type=int, default=0, help="client processes (0: N/1000)")
     parser.add_argument("--kill", type=int, default=500, help="streams open at the restart "
                         "(0: none)")

@@ -142,7 +142,8 @@ def test_broken_streams(provider, kind):
     # The SDK's own words for each: a body cut short, a chunk that is not JSON.
     expected = "incomplete chunked read" if kind == "cut" else "Expecting value"
     assert any(expected in c for c in causes), causes
-    assert provider.requests()[-1].answer == kind
+    # The client may leave before the server has written the rest (" (client gone)").
+    assert provider.requests()[-1].answer.startswith(kind)
     assert "".join(c.content for c in model(provider).stream([HumanMessage("ok")]))
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
-EXAMPLES_PER_MODE = 12
+EXAMPLES_PER_MODE = 8
 
 
 def test_api_fuzz(live, users, capsys):

@@ -25,6 +25,11 @@ from streams.keys import PUBSUB_CHANNEL
 log = logging.getLogger(__name__)
 
 RECONNECT_WAIT = 0.5
+# Store reads of every open stream share the reader's client. redis-py's default pool
+# raises at 100 connections in use, which cut streams opened in a burst (hundreds of
+# AG-UI connects at once) after their 200; this pool makes a read wait for a connection.
+READ_CONNECTIONS = 100
+READ_WAIT_SECONDS = 20
 
 
 def client_name(pid: int | None = None) -> str:
@@ -46,7 +51,9 @@ class Listener(Protocol):
 class Reader:
     def __init__(self) -> None:
         # Named, so an operator (or a test) can tell which process a subscription is.
-        self.client = aioredis.Redis(**settings.EVENTSTREAM_REDIS, client_name=client_name())
+        self.client = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool(
+            **settings.EVENTSTREAM_REDIS, client_name=client_name(),
+            max_connections=READ_CONNECTIONS, timeout=READ_WAIT_SECONDS))
         self.listeners: set[Listener] = set()
         self.task: asyncio.Task | None = None
         self.ready = asyncio.Event()

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
-EXAMPLES_PER_MODE = 8
+EXAMPLES_PER_MODE = 5
 
 
 def test_api_fuzz(live, users, capsys):
@@ -53,4 +53,4 @@ def test_api_fuzz(live, users, capsys):
     total = sum(counts.values())
     with capsys.disabled():
         print(f"\nschemathesis: {total} cases over {len(counts)} operations")
-    assert len(counts) >= 12 and total >= 200, counts
+    assert len(counts) >= 12 and total >= 120, counts

@@ -53,7 +53,7 @@ def test_streams_opened_while_publishing_get_every_event(via_edge, edge, users):
     keeper.open([_stream(edge, watched, tokens[0])])
     late: list[tuple[str, int, float]] = []
     try:
-        for round_ in range(16):
+        for round_ in range(10):
             held = Streams()
             opened = [(run, _stream(edge, run, tokens[(round_ + i) % 2]))
                       for i, run in enumerate(runs)]

@@ -111,6 +111,7 @@ from agentsite.processes import (  # noqa: E402
 )
 from bench._services import load, percentile, proc_stat  # noqa: E402
 from streams.publish import publish  # noqa: E402
+from tests.edge.sse_many import read_headers  # noqa: E402
 
 APP = f"agentsite-bench-agui-{os.getpid()}"
 QUEUE = f"bench-agui-{os.getpid()}"
@@ -169,13 +170,7 @@ class AguiStream:
             if not status_line:
                 return "no answer"
             self.status = int(status_line.split()[1])
-            headers = {}
-            while True:
-                line = await reader.readline()
-                if line in (b"\r\n", b""):
-                    break
-                name, _, value = line.decode().partition(":")
-                headers[name.strip().lower()] = value.strip()
+            headers = await read_headers(reader)
             if self.status != 200:
                 length = int(headers.get("content-length", "0"))
                 self.error_body = await reader.readexactly(length) if length else b""

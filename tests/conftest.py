@@ -17,11 +17,12 @@ from django.conf import settings
 from django.db import connection
 
 from agentsite.celery import app as celery_app
-from agentsite.processes import beat_process, free_port, web_process, worker_process
+from agentsite.processes import beat_process, free_port, stop_all, web_process, worker_process
 
 QUEUE = f"agentsite-test-{os.getpid()}"
 # Celery beat of the session's services, once started (see ``no_sweep``).
 _BEAT: list = []
+_WORKER: list = []
 
 
 @pytest.fixture(scope="session")
@@ -70,16 +71,20 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
         web.start()
         beat.start()
     _BEAT.append(beat)
+    _WORKER.append(worker)
     try:
         yield {"worker": worker, "web": web, "beat": beat,
                "base_url": f"http://127.0.0.1:{port}", "env": env}
     finally:
-        beat.stop()
-        web.stop()
-        worker.stop()
+        stop_all([beat, web, worker])
         from execution.checkpointer import close_checkpointer
 
         close_checkpointer()  # its pooled connections would keep the test database open
+
+
+def services_worker_log() -> str:
+    """The session worker's log, when it runs ("" before the first test that starts it)."""
+    return _WORKER[0].log() if _WORKER else ""
 
 
 @pytest.fixture

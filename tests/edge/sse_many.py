@@ -12,6 +12,17 @@ from dataclasses import dataclass, field
 
 
 @dataclass
+
+async def read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
+    """An HTTP response's headers (after its status line), names lower-cased."""
+    headers = {}
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            return headers
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+
 class Stream:
     port: int
     path: str
@@ -67,13 +78,7 @@ class Stream:
             if not status_line:
                 raise ValueError("no answer")
             self.status = int(status_line.split()[1])
-            headers = {}
-            while True:
-                line = await reader.readline()
-                if line in (b"\r\n", b""):
-                    break
-                name, _, value = line.decode().partition(":")
-                headers[name.strip().lower()] = value.strip()
+            headers = await read_headers(reader)
             if self.status != 200:
                 length = int(headers.get("content-length", "0"))
                 self.error_body = await reader.readexactly(length) if length else b""

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import httpx
@@ -89,14 +89,34 @@ class Process:
             time.sleep(0.1)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.signal(sig):
+            self.wait(timeout)
+
+    def signal(self, sig: int = signal.SIGTERM) -> bool:
+        """Send ``sig`` to the process group; False when it is not running."""
         if self.proc is None or self.proc.poll() is not None:
-            return
+            return False
         os.killpg(self.proc.pid, sig)
+        return True
+
+    def wait(self, timeout: float = 30) -> None:
+        """Wait for the exit; SIGKILL after ``timeout`` seconds."""
+        if self.proc is None:
+            return
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+def stop_all(processes: Iterable[Process], sig: int = signal.SIGTERM,
+             timeout: float = 30) -> None:
+    """Stop them together: each is signalled before any is waited for, so their graceful
+    shutdowns (a worker's warm stop, uvicorn's open streams) overlap."""
+    signalled = [process for process in processes if process.signal(sig)]
+    for process in signalled:
+        process.wait(timeout)
 
 
 def worker_process(queue: str, env: dict[str, str], log_dir: Path, **kwargs: object) -> Process:

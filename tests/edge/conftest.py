@@ -21,6 +21,7 @@ from agentsite.processes import (
     pushpin_config,
     pushpin_installed,
     pushpin_process,
+    stop_all,
     web_argv,
     worker_process,
 )
@@ -69,8 +70,7 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
                "port": http_port, "base_url": f"http://127.0.0.1:{http_port}",
                "web_ports": web_ports, "env": env}
     finally:
-        for process in reversed(started):
-            process.stop()
+        stop_all(reversed(started))
 
 
 @pytest.fixture

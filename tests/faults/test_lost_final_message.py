@@ -80,9 +80,8 @@ def test_worker_killed_before_the_finish_the_takeover_keeps_the_final_text(
 
 def test_later_run_on_a_thread_lost_before_its_first_checkpoint_starts_over(cluster, users):
     # Checkpoints only at a segment's end: a worker killed mid-segment stored none.
-    # Slow steps (3 s): on a loaded machine the kill below must still land in work1.
-    c = cluster(GRAPH_DURABILITY="exit", SLOW_STEP_SECONDS="3")
-    worker = c.worker("worker-a")
+    c = cluster(GRAPH_DURABILITY="exit")
+    fast = c.worker("worker-a")
     _web, url = c.web()
     api = client(url, users["owner_token"])
     first = wait_run(api, start_run(api, agent="slow_counted")["id"], "paused", timeout=60)
@@ -91,6 +90,13 @@ def test_later_run_on_a_thread_lost_before_its_first_checkpoint_starts_over(clus
     thread = first["thread_id"]
     work = ["work1", "work2", "work3", "work4"]
     assert effects(thread) == work
+    fast.stop()
+    # Slow steps (3 s) for the worker to kill: on a loaded machine the kill below must
+    # still land in work1. The others stay fast.
+    env = c.env
+    c.env = {**env, "SLOW_STEP_SECONDS": "3"}
+    worker = c.worker("worker-slow")
+    c.env = env
 
     second = start_run(api, agent="slow_counted", thread_id=thread)
     wait_all(lambda: AgentRun.objects.get(pk=second["id"]).status == "running", timeout=30)

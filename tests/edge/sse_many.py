@@ -11,8 +11,6 @@ import time
 from dataclasses import dataclass, field
 
 
-@dataclass
-
 async def read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
     """An HTTP response's headers (after its status line), names lower-cased."""
     headers = {}
@@ -23,6 +21,8 @@ async def read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
         name, _, value = line.decode().partition(":")
         headers[name.strip().lower()] = value.strip()
 
+
+@dataclass
 class Stream:
     port: int
     path: str

@@ -121,14 +121,14 @@ def live(services, transactional_db, request) -> Iterator[dict]:
 
 @pytest.fixture
 def users(transactional_db) -> dict:
-    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
     from rest_framework.authtoken.models import Token
 
-    User = get_user_model()
+    from tests.accounts import make_user
+
     made = {}
     for name in ("owner", "reviewer", "outsider"):
-        user = User.objects.create_user(name, f"{name}@example.com", "pw-" + name)
+        user = make_user(name, f"{name}@example.com", "pw-" + name)
         made[name] = user
         made[f"{name}_token"] = Token.objects.create(user=user).key
     made["reviewer"].user_permissions.add(Permission.objects.get(codename="decide_interrupt"))

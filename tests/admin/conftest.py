@@ -15,6 +15,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.utils import timezone
 
+from tests.accounts import make_user
+
 REQUESTS: dict[str, dict[str, Any]] = {
     "approval": {"type": "approval", "message": "Ship it?", "details": {"amount": 3}},
     "review": {"type": "review", "message": "Review the plan",
@@ -33,8 +35,7 @@ def staff(django_user_model) -> dict[str, Any]:
     made = {}
     for name, is_staff in (("reviewer", True), ("clerk", True), ("member", False),
                            ("alice", False)):
-        made[name] = django_user_model.objects.create_user(name, password="pw-" + name,
-                                                           is_staff=is_staff)
+        made[name] = make_user(name, password="pw-" + name, is_staff=is_staff)
     made["reviewer"].user_permissions.add(Permission.objects.get(codename="decide_interrupt"))
     return made
 

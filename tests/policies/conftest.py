@@ -8,25 +8,23 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from rest_framework.authtoken.models import Token
 
 import tests.agent_catalog  # noqa: F401 - the test agents, for services called in-process
+from tests.accounts import make_user
 from tests.helpers import start_run, wait_run
 
 
 @pytest.fixture
 def people(users) -> dict[str, Any]:
     """alice, bob, carol (in group legal) and boss (may override): reviewers and staff."""
-    User = get_user_model()
     decide = Permission.objects.get(codename="decide_interrupt")
     override = Permission.objects.get(codename="override_assignment")
     legal = Group.objects.create(name="legal")
     made: dict[str, Any] = {"legal": legal, **users}
     for name in ("alice", "bob", "carol", "boss"):
-        user = User.objects.create_user(name, f"{name}@example.com", "pw-" + name,
-                                        is_staff=True)
+        user = make_user(name, f"{name}@example.com", "pw-" + name, is_staff=True)
         user.user_permissions.add(decide)
         made[name] = user
         made[f"{name}_token"] = Token.objects.create(user=user).key

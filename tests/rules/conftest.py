@@ -16,12 +16,12 @@ import pytest
 @pytest.fixture
 def people(db) -> dict[str, Any]:
     """owner, reviewer (may decide others' runs), outsider, and second_reviewer."""
-    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
 
-    User = get_user_model()
+    from tests.accounts import make_user
+
     decide = Permission.objects.get(codename="decide_interrupt")
-    made = {name: User.objects.create_user(name, f"{name}@example.com", "pw")
+    made = {name: make_user(name, f"{name}@example.com", "pw")
             for name in ("owner", "reviewer", "second_reviewer", "outsider")}
     for name in ("reviewer", "second_reviewer"):
         made[name].user_permissions.add(decide)

@@ -211,6 +211,12 @@ AGENTSITE_LEASE_SECONDS = env_seconds("LEASE_SECONDS", 30.0)
 AGENTSITE_CANCEL_CHECK_SECONDS = env_seconds("CANCEL_CHECK_SECONDS", 0.2)
 AGENTSITE_REQUEUE_AFTER_SECONDS = env_seconds("REQUEUE_AFTER_SECONDS", 30.0)
 AGENTSITE_SWEEP_SECONDS = env_seconds("SWEEP_SECONDS", 5.0)
+# A run's open stream checks the run in the database after STREAM_WATCH_SECONDS without
+# an event (each further quiet spell waits twice as long, up to six times this), and sends
+# the run's true state when two checks in a row disagree with what the client was told
+# (its end was lost in a Redis outage). A stream held by Pushpin asks again this long
+# after a first disagreeing check.
+AGENTSITE_STREAM_WATCH_SECONDS = env_seconds("STREAM_WATCH_SECONDS", 5.0)
 # Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).

@@ -76,9 +76,6 @@ def _next_uri(path: str, channel: str, user: Any, after: str | None = None,
     return f"{path}?{urlencode(params)}"
 
 
-# How soon the proxy asks again when a run's stream disagrees with the database (the
-# second disagreeing check in a row sends the run's true state, as on a direct stream).
-CONFIRM_SECONDS = 5
 _ANCHORS = ("RUN_STARTED", "RUN_FINISHED", "RUN_ERROR")
 _READ_BACK = 50  # stored events read at a time, back from the last, to find an anchor
 
@@ -113,7 +110,7 @@ def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
     a missed id, every ``GRIP_RECHECK_SECONDS``). When the run is no longer live and the
     stored events up to ``last`` (what the stream has) do not say how it stands (its end
     was published while Redis was down, so never stored), the link is marked
-    ``s<last>`` and asked again in ``CONFIRM_SECONDS``; if it still disagrees then, the
+    ``s<last>`` and asked again in ``STREAM_WATCH_SECONDS``; if it still disagrees then, the
     answer carries the run's true state (ids ``<channel>:<last>.<k>``, as the direct
     stream's) and the link is marked ``b<last>``, so later checks at the same id do not
     send it again.
@@ -185,7 +182,9 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
             if bridge:
                 response.content += bridge.encode()
             elif mark.startswith("s"):
-                timeout = CONFIRM_SECONDS
+                # The proxy asks again this soon: a second disagreeing check in a row
+                # sends the run's true state, as on a direct stream.
+                timeout = max(1, round(settings.AGENTSITE_STREAM_WATCH_SECONDS))  # whole s
         instruct.set_next_link(_next_uri(request.path, channel, user, after, mark),
                                timeout=timeout)
     return _no_cache(response)

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -134,7 +135,8 @@ async def channel_stream(user: Any, channel: str, after: int | None,
         else:
             yield OPENING
         began, last, sent = after, after, 0  # sent: events made here since stored event last
-        async for item in events.follow(after=after, idle=5.0, idle_max=30.0,
+        watch_every = settings.AGENTSITE_STREAM_WATCH_SECONDS
+        async for item in events.follow(after=after, idle=watch_every, idle_max=6 * watch_every,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):
             if item is FLUSH:  # nothing more waiting: a burst goes in one send
                 if burst:

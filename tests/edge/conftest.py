@@ -27,6 +27,8 @@ from agentsite.processes import (
 )
 from tests.conftest import QUEUE
 
+WATCH_SECONDS = "2"
+
 
 def _web(name: str, port: int, env: dict[str, str], log_dir) -> Process:
     return Process(name, web_argv(port), env, log_dir,
@@ -52,7 +54,9 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     key = secrets.token_hex(16)
     http_port, publish_port = free_port(), free_port()
     web_ports = [free_port(), free_port()]
-    env = {**services["env"], "GRIP_URL": grip_url(publish_port, key)}
+    # A held stream confirms a lost run end 2 s after its first look (5 s by default).
+    env = {**services["env"], "GRIP_URL": grip_url(publish_port, key),
+           "STREAM_WATCH_SECONDS": WATCH_SECONDS}
     conf = pushpin_config(log_dir / "pushpin", http_port=http_port, publish_port=publish_port,
                           sig_key=key, targets=web_ports)
     pushpin = pushpin_process(conf, http_port, publish_port, env, log_dir)

@@ -4,7 +4,7 @@ A segment that ends while Redis is down publishes its end into nothing: the stor
 every stream, still shows the AG-UI run open. A direct stream's watchdog finds the truth
 in the database (tests/faults/test_redis_outage_streams.py); a stream held by Pushpin
 gets the same from the web process when the proxy asks its next link (streams.grip's
-``_watchdog``): on a second disagreeing check in a row, CONFIRM_SECONDS after the first,
+``_watchdog``): on a second disagreeing check in a row, STREAM_WATCH_SECONDS after the first,
 the answer carries the run's true state with ids ``<channel>:<n>.<k>``, once.
 
 The lost end is made here by changing the run in the database without publishing, as
@@ -26,6 +26,7 @@ from django.utils import timezone
 from agui.events import run_started, text_content, text_start
 from runs.models import AgentRun
 from streams.publish import publish, wait_published
+from tests.edge.conftest import WATCH_SECONDS
 from tests.edge.sse_many import Stream
 from tests.edge.test_edge_topology import Streams, wait_for
 from tests.retry_rows import retrying_run
@@ -91,7 +92,7 @@ def test_a_held_stream_gets_the_true_state_of_a_run_whose_end_was_lost(edge, liv
         # Told once: later checks at the same id send nothing more.
         counts = (len(before.ids), len(after.ids))
         httpx.post(f"{control.scheme}://{control.netloc}/recover", timeout=5).raise_for_status()
-        time.sleep(8)  # longer than a confirmation (CONFIRM_SECONDS) would take
+        time.sleep(2 * float(WATCH_SECONDS) + 2)  # longer than a confirmation would take
         assert (len(before.ids), len(after.ids)) == counts
         assert before.status == after.status == 200 and before.stalls == after.stalls == 0
     finally:

@@ -43,8 +43,10 @@ def _start(cluster, tmp_path) -> tuple[Any, str, Any]:
     """Own Redis, a supervised worker and a web process: (cluster, Redis URL, data dir)."""
     data_dir = tmp_path / "redis-data"
     url = _embedded(data_dir, "print(e.ensure_redis())")
+    # Streams check their run after 1 s without an event (then 2 s, 4 s, up to 6 s), not
+    # 5 s (up to 30 s): what they are told is the same, sooner.
     c = cluster(redis_url=url, SECRET_KEY="faults-test-key", AGENTSITE_AGENT_MODULES=MODULES,
-                OUTAGE_STEP_SECONDS="3")
+                OUTAGE_STEP_SECONDS="3", STREAM_WATCH_SECONDS="1")
     c.worker(supervised=True)
     return c, url, data_dir
 
@@ -157,6 +159,7 @@ def test_sse_stream_gets_the_end_of_a_run_that_finished_in_a_redis_outage(
         assert again.events[-1][1]["result"] == end["result"]
         assert all(_number(i) > int(_number(made)) for i, _ in again.events)
     finally:
+        c.stop()  # before its Redis: a worker whose broker is gone stops slowly
         _embedded(data_dir, "e.stop_redis()")
 
 
@@ -206,4 +209,5 @@ def test_agui_run_paused_in_a_redis_outage_ends_with_its_interrupts(cluster, use
         assert after[-1]["outcome"]["type"] == "success"
         assert after[-1]["result"] == {"status": "completed", "result": {"name": "Ada"}}
     finally:
+        c.stop()  # before its Redis: a worker whose broker is gone stops slowly
         _embedded(data_dir, "e.stop_redis()")

@@ -51,11 +51,11 @@ def test_a_notification_due_in_a_redis_outage_is_sent_after_it(cluster, users, t
                                                                 hook_server):
     data_dir = tmp_path / "redis-data"
     url = _embedded(data_dir, "print(e.ensure_redis())")
+    c = cluster(redis_url=url, SECRET_KEY="faults-test-key")
     try:
         hook = AgentWebhook.objects.create(
             agent="dev", url=f"http://127.0.0.1:{hook_server.server_address[1]}/hook",
             secret="k")
-        c = cluster(redis_url=url, SECRET_KEY="faults-test-key")
         c.worker(supervised=True)
         _web, base = c.web()
         api = client(base, users["owner_token"])
@@ -88,4 +88,5 @@ def test_a_notification_due_in_a_redis_outage_is_sent_after_it(cluster, users, t
         # The worker's log says the reaper sent it again.
         assert "pending with no task, sending again" in c.logs()
     finally:
+        c.stop()  # before its Redis: a worker whose broker is gone stops slowly
         _embedded(data_dir, "e.stop_redis()")

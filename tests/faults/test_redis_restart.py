@@ -35,8 +35,8 @@ def _kill_redis(data_dir: Path) -> None:
 def test_requests_during_a_redis_outage_are_honoured_after_it(cluster, users, tmp_path):
     data_dir = tmp_path / "redis-data"
     url = _embedded(data_dir, "print(e.ensure_redis())")
+    c = cluster(redis_url=url, SECRET_KEY="faults-test-key", SLOW_STEP_SECONDS="1")
     try:
-        c = cluster(redis_url=url, SECRET_KEY="faults-test-key", SLOW_STEP_SECONDS="1")
         c.worker(supervised=True)
         _web, base = c.web()
         api = client(base, users["owner_token"])
@@ -103,4 +103,5 @@ def test_requests_during_a_redis_outage_are_honoured_after_it(cluster, users, tm
               f"cancel {cancelled.status_code}); Redis back → all settled {recovered:.1f}s; "
               f"worker restarts {len(c.restarts)}")
     finally:
+        c.stop()  # before its Redis: a worker whose broker is gone stops slowly
         _embedded(data_dir, "e.stop_redis()")

@@ -33,13 +33,15 @@ Streams open in waves of ``--wave`` (split over the K processes; the next wave o
 last one is answered, or after 2 s), as browsers arrive; a refused stream is counted, not
 retried. ``--pushpin-set log_level=3`` (debug) and ``--pushpin-set debug=true`` (error
 details in the refusal's body) are for finding why Pushpin refuses; ``--pushpin-set``
-replaces any key of deploy/pushpin/pushpin.conf.
+replaces any key of deploy/pushpin/pushpin.conf. ``--forwarder-file FILE`` runs that
+copy of streams/edge.py as the edge forwarder (an older one, to compare).
 
 Its database is BENCH_DATABASE (default agentsite_bench): give it a name of its own when
 another bench may run at the same time (each drops and makes its database anew).
 
 Usage: python bench/streams.py [--edge 100,1000,10000] [--direct 100,1000,2000]
        [--runs 100] [--rate 100] [--seconds 5] [--wave 250] [--clients K]
+       [--forwarder-file FILE]
 """
 
 from __future__ import annotations
@@ -244,7 +246,9 @@ def one(variant: str, port: int, base: str, token: str, runs: list[str], n: int,
     print(f"  published {pub['published']} in {pub['seconds']} s (publish() p50 "
           f"{pub['publish_p50']} ms, p99 {pub['publish_p99']} ms); {expected} deliveries "
           f"expected, {collected.got} got, {collected.drops} streams dropped; clients' CPU "
-          f"{collected.cpu:.1f} s while the events came", flush=True)
+          f"{collected.cpu:.1f} s while the events came; latency max "
+          f"{max(lat, default=float('nan')) * 1000:.1f} ms, over 20 ms "
+          f"{sum(1 for x in lat if x > 0.020)}", flush=True)
     if forwarder is not None:
         print(f"  edge forwarder: {forwarder_line(forwarder)}", flush=True)
     web_text = " / ".join(f"{o:.0f} → {c:.0f} MB, {t} thr"
@@ -274,6 +278,8 @@ def main() -> None:
                         help="DB_POOL_MAX of the web processes behind Pushpin")
     parser.add_argument("--pushpin-set", action="append", default=[], metavar="KEY=VALUE",
                         help="a key of deploy/pushpin/pushpin.conf replaced")
+    parser.add_argument("--forwarder-file", default="",
+                        help="run this copy of streams/edge.py as the edge forwarder")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10k sockets, inherited
@@ -338,6 +344,10 @@ def main() -> None:
                 for i, p in enumerate(web_ports)]
         pushpin = pushpin_process(conf, http_port, publish_port, edge_env, logs)
         forwarder = edge_process(edge_env, logs)
+        if args.forwarder_file:  # another copy of streams/edge.py (an older one: A/B)
+            forwarder = Process("edge", [sys.executable, args.forwarder_file],
+                                {**edge_env, "PYTHONPATH": str(ROOT)}, logs,
+                                ready=forwarder.ready)
         started = []
         try:
             for process in (*webs, pushpin, forwarder):

@@ -157,6 +157,19 @@ def main() -> int:
     forwarders = [Forwarder(proxy["control_uri"], settings.EVENTSTREAM_REDIS,
                             getattr(settings, "GRIP_PREFIX", ""))
                   for proxy in settings.GRIP_PROXIES]
+    # What a publish uses, loaded now; then full collections skip all of it (why:
+    # agentsite/startup_gc.py). Unfrozen, Django's ~130,000 objects made one full
+    # collection 70-130 ms, in the middle of a publish, a few seconds into the first
+    # busy minute: every event meanwhile waited (docs/scaling.md, "Latency.").
+    import django_eventstream.utils  # noqa: F401
+    import gripcontrol  # noqa: F401
+    import pubcontrol  # noqa: F401
+    import redis.asyncio  # noqa: F401
+
+    import streams.keys  # noqa: F401
+    from agentsite.startup_gc import freeze_startup_objects
+
+    freeze_startup_objects()
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()

@@ -158,9 +158,9 @@ def main() -> int:
                             getattr(settings, "GRIP_PREFIX", ""))
                   for proxy in settings.GRIP_PROXIES]
     # What a publish uses, loaded now; then full collections skip all of it (why:
-    # agentsite/startup_gc.py). Unfrozen, Django's ~130,000 objects made one full
-    # collection 70-130 ms, in the middle of a publish, a few seconds into the first
-    # busy minute: every event meanwhile waited (docs/scaling.md, "Latency.").
+    # agentsite/startup_gc.py). Unfrozen, Django's ~130,000 objects made a full
+    # collection 70-130 ms, one in the first ~10 s of publishing, inside a publish:
+    # every event read meanwhile waited (docs/scaling.md, "Latency.").
     import django_eventstream.utils  # noqa: F401
     import gripcontrol  # noqa: F401
     import pubcontrol  # noqa: F401

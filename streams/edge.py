@@ -143,6 +143,22 @@ class Forwarder:
                         pass
 
 
+def freeze_startup() -> None:
+    """Load what a publish uses, then have full collections skip all of it (why:
+    agentsite/startup_gc.py). Unfrozen, Django's ~130,000 objects made a full collection
+    70-130 ms, one in the first ~10 s of publishing, inside a publish: every event read
+    meanwhile waited (docs/scaling.md, "Latency.")."""
+    import django_eventstream.utils  # noqa: F401
+    import gripcontrol  # noqa: F401
+    import pubcontrol  # noqa: F401
+    import redis.asyncio  # noqa: F401
+
+    import streams.keys  # noqa: F401
+    from agentsite.startup_gc import freeze_startup_objects
+
+    freeze_startup_objects()
+
+
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
     django.setup()
@@ -157,19 +173,7 @@ def main() -> int:
     forwarders = [Forwarder(proxy["control_uri"], settings.EVENTSTREAM_REDIS,
                             getattr(settings, "GRIP_PREFIX", ""))
                   for proxy in settings.GRIP_PROXIES]
-    # What a publish uses, loaded now; then full collections skip all of it (why:
-    # agentsite/startup_gc.py). Unfrozen, Django's ~130,000 objects made a full
-    # collection 70-130 ms, one in the first ~10 s of publishing, inside a publish:
-    # every event read meanwhile waited (docs/scaling.md, "Latency.").
-    import django_eventstream.utils  # noqa: F401
-    import gripcontrol  # noqa: F401
-    import pubcontrol  # noqa: F401
-    import redis.asyncio  # noqa: F401
-
-    import streams.keys  # noqa: F401
-    from agentsite.startup_gc import freeze_startup_objects
-
-    freeze_startup_objects()
+    freeze_startup()
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()

@@ -1,5 +1,5 @@
-"""What the web and worker processes loaded at startup is frozen out of full collections
-(agentsite/startup_gc.py), and garbage made later is still collected."""
+"""What the web, worker and edge forwarder processes loaded at startup is frozen out of
+full collections (agentsite/startup_gc.py), and garbage made later is still collected."""
 
 from __future__ import annotations
 
@@ -46,3 +46,11 @@ def test_a_worker_freezes_when_ready_and_in_each_forked_child():
         before, after, collected = map(int, out.split())
         assert before == 0 and after > 50_000, (signal, out)
         assert collected >= 2, (signal, out)  # made after the freeze: still collected
+
+
+def test_the_edge_forwarder_freezes_its_startup_objects():
+    out = _run("import gc\nimport django\ndjango.setup()\nbefore = gc.get_freeze_count()\n"
+               "from streams.edge import freeze_startup\nfreeze_startup()\n"
+               "print(before, gc.get_freeze_count())")
+    before, after = map(int, out.split())
+    assert before == 0 and after > 50_000, out

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "runs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from streams.access import connect
+
+        connect()  # open streams hear of account changes (access may be lost)

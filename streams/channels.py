@@ -6,7 +6,8 @@ Channels (written by streams/publish.py, named in streams/keys.py):
 - ``reviewers``: every user's interrupt-queue changes — reviewers only.
 
 The stream views (streams/sse.py) check ``may_read`` before streaming and again every
-30 s while open, giving the database connection back at once: an open stream must not
+30 s while open (and at once when the user's account changes: streams/access.py),
+giving the database connection back at once: an open stream must not
 hold one. ``ChannelManager`` gives django-eventstream's own paths the same rules.
 """
 

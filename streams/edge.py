@@ -3,8 +3,9 @@
 ``python -m streams.edge`` (started by ``make run`` with ``EDGE=pushpin``, one per proxy
 in docker-compose.yml). It subscribes to the event store's fan-out
 (``streams.keys.PUBSUB_CHANNEL``: ``{channel, event_type, data, pub_id}`` for every event
-the one store script wrote) and publishes each event on the proxy's channel
-``events-<channel>`` as django-eventstream's GRIP path does (``build-id`` content,
+the one store script wrote, and ``{access: [user ids]}`` for an account change, which
+closes those users' held streams: ``streams.access``) and publishes each event on the
+proxy's channel ``events-<channel>`` as django-eventstream's GRIP path does (``build-id`` content,
 ``id`` = the event's id, ``prev-id`` = the one before), batched: whatever arrived while
 the last publish was under way goes in the next one. Workers and web processes are
 unchanged: they write the store as before.
@@ -50,6 +51,22 @@ def item(body: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out = Item(HttpStreamFormat(content, content_filters=["build-id"]), id=event_id,
                prev_id=str(int(event_id) - 1)).export()
     out["channel"] = f"{prefix}events-{quote(body['channel'])}"
+    return out
+
+
+def close_items(body: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
+    """An access change (``streams.access``: ``{"access": [user ids]}``) as publish items
+    that close those users' held streams; they reconnect, and the reconnect is checked."""
+    from gripcontrol import HttpStreamFormat
+    from pubcontrol import Item
+
+    from streams.access import access_channel
+
+    out = []
+    for user_id in body["access"]:
+        close = Item(HttpStreamFormat(close=True)).export()
+        close["channel"] = f"{prefix}{access_channel(user_id)}"
+        out.append(close)
     return out
 
 
@@ -122,8 +139,13 @@ class Forwarder:
                             if more is None:
                                 break
                             batch.append(more)
-                        items = [item(json.loads(m["data"]), self.prefix)
-                                 for m in batch if m.get("type") == "message"]
+                        items = []
+                        for m in batch:
+                            if m.get("type") != "message":
+                                continue
+                            body = json.loads(m["data"])
+                            items += (close_items(body, self.prefix) if "access" in body
+                                      else [item(body, self.prefix)])
                         if items:
                             began = time.monotonic()
                             await self.publish(client, items)
@@ -153,6 +175,7 @@ def freeze_startup() -> None:
     import pubcontrol  # noqa: F401
     import redis.asyncio  # noqa: F401
 
+    import streams.access  # noqa: F401
     import streams.keys  # noqa: F401
     from agentsite.startup_gc import freeze_startup_objects
 

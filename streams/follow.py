@@ -31,6 +31,7 @@ from streams.pubsub import reader
 KEEPALIVE = object()  # yielded when the stream should send an SSE comment
 FLUSH = object()  # yielded (if asked for) when no event is waiting: write what you have
 CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
+RECHECK = object()  # yielded when the stream's user may have lost access (streams.access)
 
 
 class ChannelEvents:
@@ -44,6 +45,7 @@ class ChannelEvents:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.missing = 0  # stored ids found missing (expired, or lost with Redis's data)
         self.unreadable = False  # the last store read failed (Redis down)
+        self.user_id: str | None = None  # set: yield RECHECK when this user's access changed
 
     def wrap(self, data: str) -> Any:
         return data
@@ -52,6 +54,8 @@ class ChannelEvents:
     def on_message(self, body: dict[str, Any]) -> None:
         if body.get("channel") == self.channel:
             self.queue.put_nowait(body)
+        elif self.user_id is not None and self.user_id in body.get("access", ()):
+            self.queue.put_nowait(RECHECK)
 
     def on_subscribed(self) -> None:
         self.queue.put_nowait(CATCH_UP)
@@ -143,6 +147,9 @@ class ChannelEvents:
                 if self.missing > missing:
                     wait = idle
                 yield None
+                continue
+            if body is RECHECK:
+                yield RECHECK  # type: ignore[misc]
                 continue
             missing = self.missing
             if body is CATCH_UP:

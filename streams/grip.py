@@ -31,9 +31,11 @@ from django.utils.decorators import decorator_from_middleware
 from django_eventstream.eventrequest import EventRequest
 from django_eventstream.eventstream import EventPermissionError, get_events
 from django_eventstream.utils import get_storage, sse_encode_event, sse_error_response
+from gripcontrol import Channel
 
 from agui.relay import RunWatch, Wire, run_truth, truth_events
 from runs.models import AgentRun
+from streams.access import access_channel
 from streams.channels import checked
 from streams.db import release_db_connections
 
@@ -169,6 +171,9 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
         head = opening(opened_at(channel, events.channel_last_ids[channel]))
         response.content = response.content.replace(OPENING.encode(), head.encode(), 1)
     instruct = request.grip.instruct
+    if instruct is not None and user is not None and user.is_authenticated:
+        # Closed by the proxy when the user's access may have changed (streams.access).
+        instruct.add_channel(Channel(access_channel(user.pk)))
     if instruct is not None and instruct.next_link:
         items = events.channel_items.get(channel) or []
         after, timeout = None, settings.GRIP_RECHECK_SECONDS

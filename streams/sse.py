@@ -17,7 +17,8 @@ stored events, then live ones from the process's pub/sub reader, which reconnect
 then re-reads the store). Authentication (DRF: token or session) and access are checked
 before the response starts: anonymous → 401, someone else's run → 404, never a 200 that
 then fails; access is checked again every ``RECHECK_AFTER`` seconds while the stream is
-open. An open stream holds no database connection.
+open, against the user as the database has it then, and at once when the user's access
+may have changed (``streams.access``). An open stream holds no database connection.
 
 A run's stream has the AG-UI relay's watchdog (``agui.relay.RunWatch``): when no event
 comes for a while, or the store says events may be lost (Redis was down, ids missing),
@@ -41,6 +42,7 @@ from urllib.parse import quote, unquote
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -54,7 +56,7 @@ from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
 from streams import grip
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
-from streams.follow import FLUSH, KEEPALIVE, ChannelEvents
+from streams.follow import FLUSH, KEEPALIVE, RECHECK, ChannelEvents
 from streams.keys import run_channel
 
 # Query parameters of django-eventstream meant for a GRIP proxy: only its own next-link
@@ -99,8 +101,11 @@ def sse_event(event: str, data: str, event_id: str | None = None) -> str:
 
 
 def _still_allowed(user: Any, channel: str) -> bool:
+    """``may_read`` for the user as the database has it now: the request's user object is
+    as it was at the open (active, and its permissions cached by the first check)."""
     try:
-        return may_read(user, channel)
+        now = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+        return now is not None and may_read(now, channel)
     finally:
         release_db_connections()
 
@@ -135,6 +140,7 @@ async def channel_stream(user: Any, channel: str, after: int | None,
         else:
             yield OPENING
         began, last, sent = after, after, 0  # sent: events made here since stored event last
+        events.user_id = str(user.pk)  # RECHECK when its access may have changed
         watch_every = settings.AGENTSITE_STREAM_WATCH_SECONDS
         async for item in events.follow(after=after, idle=watch_every, idle_max=6 * watch_every,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):
@@ -146,6 +152,8 @@ async def channel_stream(user: Any, channel: str, after: int | None,
             if item is KEEPALIVE:
                 yield "event: keep-alive\ndata:\n\n"
                 continue
+            if item is RECHECK:
+                checked_at = -RECHECK_AFTER  # check now
             if time.monotonic() - checked_at >= RECHECK_AFTER:
                 if not await check(user, channel):
                     yield sse_event("stream-error", json.dumps({
@@ -154,6 +162,8 @@ async def channel_stream(user: Any, channel: str, after: int | None,
                         "channels": [channel]}), event_id="error")
                     return
                 checked_at = time.monotonic()
+            if item is RECHECK:
+                continue
             if item is None:
                 if watch is not None:
                     for event in await _watchdog(watch, events, run_id, began):

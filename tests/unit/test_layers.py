@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Bottom → top. A module may import its own layer and every layer below.
 LAYERS: list[tuple[str, list[str]]] = [
     ("infrastructure", ["agentsite", "streams.keys", "streams.db", "streams.publish",
-                        "streams.pubsub", "streams.storage"]),
+                        "streams.pubsub", "streams.storage", "streams.access"]),
     ("runs", ["runs", "workspace"]),
     ("hitl", ["hitl"]),
     ("protocol", ["agui.events", "agui.mapper", "agui.outcomes"]),

@@ -36,7 +36,8 @@ def user_stream_channel(user: Any) -> str:
 
 
 def may_read(user: Any, channel: str) -> bool:
-    if user is None or not user.is_authenticated:
+    # Inactive: no access, also to their own runs (the proxy's link names a user by id).
+    if user is None or not user.is_authenticated or not user.is_active:
         return False
     if channel == REVIEWERS_CHANNEL:
         return is_reviewer(user)

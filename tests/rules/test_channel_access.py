@@ -32,6 +32,9 @@ def test_each_role_on_each_channel(people, django_capture_on_commit_callbacks) -
     assert not may_read(outsider, user_channel(owner.pk))
     assert user_stream_channel(reviewer) == REVIEWERS_CHANNEL
     assert user_stream_channel(owner) == user_channel(owner.pk)
+    owner.is_active = reviewer.is_active = False  # deactivated: nothing, own runs included
+    assert not may_read(owner, channel) and not may_read(owner, user_channel(owner.pk))
+    assert not may_read(reviewer, channel) and not may_read(reviewer, REVIEWERS_CHANNEL)
 
 
 def test_an_owner_is_one_query_and_a_checked_open_is_not_checked_again(

@@ -11,9 +11,15 @@ fan-out (``PUBSUB_CHANNEL``, ``{"access": [ids]}``) once the change commits:
 
 What counts: a user saved other than by a login's ``last_login`` (deactivated, staff or
 superuser taken away, or any other edit), deleted, a permission or group taken from a
-user, a permission taken from a group. A message lost (Redis down) only means the
-periodic check finds it. Deleting an API token or logging out does not end streams
-that token or session opened: a stream knows its user, not its credentials.
+user, a permission taken from a group, an API token deleted, a session deleted (a
+logout). A direct stream checks its credential too (the token or session it was opened
+with: ``streams.sse``); a held stream's reconnect is authenticated anew. A message lost
+(Redis down) only means the periodic check finds it (on a held stream: the user, not the
+credential, whose loss then shows at its next reconnect).
+
+Not django-eventstream's ``channel_permission_changed``: it kicks one channel at a time
+(a user holds many run channels), only its own listeners (our direct streams are ours),
+and publishes from the web process through pubcontrol, without a timeout.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth import get_user_model
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from redis.exceptions import RedisError
+from rest_framework.authtoken.models import Token
 
 from streams.keys import PUBSUB_CHANNEL
 from streams.publish import redis_client
@@ -90,6 +98,14 @@ def _group_permissions_changed(sender: Any, instance: Any, action: str, reverse:
     recheck_on_commit(found.values_list("pk", flat=True).distinct())
 
 
+def _token_deleted(sender: Any, instance: Any, **_: Any) -> None:
+    recheck_on_commit([instance.user_id])
+
+
+def _session_deleted(sender: Any, instance: Any, **_: Any) -> None:
+    recheck_on_commit([instance.get_decoded().get(SESSION_KEY)])
+
+
 def connect() -> None:
     """Connect the receivers (``runs.apps``: every process that can change an account)."""
     user_model = get_user_model()
@@ -105,3 +121,5 @@ def connect() -> None:
         m2m_changed.connect(changed, sender=through, weak=False, dispatch_uid=uid + field)
     m2m_changed.connect(_group_permissions_changed, sender=Group.permissions.through,
                         dispatch_uid=uid + "group_permissions")
+    post_delete.connect(_token_deleted, sender=Token, dispatch_uid=uid + "token")
+    post_delete.connect(_session_deleted, sender=Session, dispatch_uid=uid + "session")

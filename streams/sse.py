@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from importlib import import_module
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -46,6 +47,7 @@ from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -100,12 +102,30 @@ def sse_event(event: str, data: str, event_id: str | None = None) -> str:
     return out + "".join(f"data: {line}\n" for line in data.splitlines() or [""]) + "\n"
 
 
-def _still_allowed(user: Any, channel: str) -> bool:
-    """``may_read`` for the user as the database has it now: the request's user object is
-    as it was at the open (active, and its permissions cached by the first check)."""
+def credential(request: Request) -> tuple[str, str] | None:
+    """What the stream was opened with, to check again: its API token, or its session."""
+    if isinstance(request.auth, Token):
+        return "token", request.auth.key
+    key = request.session.session_key if hasattr(request, "session") else None
+    return ("session", key) if key else None
+
+
+def _credential_valid(user: Any, held: tuple[str, str] | None) -> bool:
+    if held is None:
+        return True
+    kind, key = held
+    if kind == "token":
+        return Token.objects.filter(key=key, user_id=user.pk).exists()
+    return import_module(settings.SESSION_ENGINE).SessionStore().exists(key)
+
+
+def _still_allowed(user: Any, channel: str, held: tuple[str, str] | None = None) -> bool:
+    """``may_read`` for the user as the database has it now (the request's user object is
+    as it was at the open: active, its permissions cached by the first check), while the
+    token or session it opened with (``held``) still exists."""
     try:
         now = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
-        return now is not None and may_read(now, channel)
+        return now is not None and _credential_valid(now, held) and may_read(now, channel)
     finally:
         release_db_connections()
 
@@ -124,10 +144,12 @@ def opened_at(channel: str, current: int | str) -> str:
 
 
 async def channel_stream(user: Any, channel: str, after: int | None,
-                         run_id: str | None = None) -> AsyncIterator[str]:
+                         run_id: str | None = None,
+                         held: tuple[str, str] | None = None) -> AsyncIterator[str]:
     """The SSE text of ``channel``: events after ``after`` (None: from now on; the
     ``stream-open`` then carries now's id).
-    ``run_id``: the channel is that run's, watched (module docstring)."""
+    ``run_id``: the channel is that run's, watched (module docstring). ``held``: the
+    credential it was opened with (``credential``), checked with the access."""
     check = sync_to_async(_still_allowed)
     checked_at = time.monotonic()
     quoted = quote(channel)
@@ -155,7 +177,7 @@ async def channel_stream(user: Any, channel: str, after: int | None,
             if item is RECHECK:
                 checked_at = -RECHECK_AFTER  # check now
             if time.monotonic() - checked_at >= RECHECK_AFTER:
-                if not await check(user, channel):
+                if not await check(user, channel, held):
                     yield sse_event("stream-error", json.dumps({
                         "condition": "forbidden",
                         "text": f"Permission denied to channels: {channel}",
@@ -230,8 +252,9 @@ class EventStreamView(APIView):
         # The stream touches the database only to check access again and, for a run, its
         # watchdog's checks (each gives its connection back itself).
         release_db_connections()
-        response = StreamingHttpResponse(channel_stream(request.user, channel, after, run_id),
-                                         content_type="text/event-stream")
+        response = StreamingHttpResponse(
+            channel_stream(request.user, channel, after, run_id, credential(request)),
+            content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response

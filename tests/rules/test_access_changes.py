@@ -10,7 +10,10 @@ from collections.abc import Callable
 import pytest
 import redis
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import Group, Permission
+from django.contrib.sessions.backends.db import SessionStore
+from rest_framework.authtoken.models import Token
 
 from streams.keys import PUBSUB_CHANNEL
 
@@ -56,5 +59,11 @@ def test_each_change_tells_the_users_it_touches(people, announced) -> None:
     owner.is_active = False
     assert announced(owner.save) == {ids["owner"]}
     assert announced(lambda: owner.save(update_fields=["last_login"])) == set()  # a login
+    token = Token.objects.create(user=reviewer)
+    assert announced(token.delete) == {ids["reviewer"]}
+    session = SessionStore()
+    session[SESSION_KEY] = ids["second_reviewer"]
+    session.create()
+    assert announced(session.delete) == {ids["second_reviewer"]}  # a logout
     outsider_id = ids["outsider"]
     assert announced(people["outsider"].delete) == {outsider_id}

@@ -1,7 +1,8 @@
 """An open stream is told at once that its user lost access (streams.access), not at its
 next periodic check (30 s), and that check reads the user as the database has it: a
 reviewer whose permission is taken away (from the user, or from their group), an owner
-who is deactivated. Streams of others on the same run go on. The edge variant is
+who is deactivated; and a stream ends with the API token or the session it was opened
+with (deleted, logged out). Streams of others on the same run go on. The edge variant is
 tests/edge/test_edge_access_revoked.py.
 """
 
@@ -12,7 +13,10 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, Permission
+from django.contrib.sessions.backends.db import SessionStore
+from rest_framework.authtoken.models import Token
 
 from tests.helpers import answer, published_events, start_run, wait_run
 from tests.sse_client import SseStream
@@ -86,3 +90,22 @@ def test_a_deactivated_owner_is_cut_off_at_once(api, users):
         users["owner"].is_active = False
         users["owner"].save()
         assert _refused_soon(stream) < SOON
+
+
+def test_a_deleted_token_or_session_ends_the_streams_it_opened(api, live, users):
+    owner = api("owner")
+    run = wait_run(owner, start_run(owner)["id"], "paused")
+    path = f"/api/runs/{run['id']}/events/"
+    # A browser's session, as a login makes it.
+    session = SessionStore()
+    session[SESSION_KEY] = str(users["owner"].pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = users["owner"].get_session_auth_hash()
+    session.create()
+    browser = httpx.Client(base_url=live["base_url"], cookies={"sessionid": session.session_key},
+                           timeout=httpx.Timeout(10, read=SOON))
+    with _open(_quick(owner), path) as by_token, _open(browser, path) as by_session:
+        session.delete()  # a logout
+        assert _refused_soon(by_session) < SOON
+        Token.objects.filter(user=users["owner"]).delete()
+        assert _refused_soon(by_token) < SOON

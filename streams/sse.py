@@ -124,7 +124,7 @@ def _still_allowed(user: Any, channel: str, held: tuple[str, str] | None = None)
     as it was at the open: active, its permissions cached by the first check), while the
     token or session it opened with (``held``) still exists."""
     try:
-        now = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+        now = get_user_model().objects.filter(pk=user.pk).first()  # may_read: active ones
         return now is not None and _credential_valid(now, held) and may_read(now, channel)
     finally:
         release_db_connections()

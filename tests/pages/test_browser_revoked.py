@@ -21,57 +21,36 @@ QUEUE = "/admin/hitl/agentinterrupt/"
 SOON = 10_000  # ms: well under the streams' periodic check (30 s)
 
 
-def _login(browser, base_url: str, name: str):
-    context = browser.new_context(base_url=base_url, viewport={"width": 1300, "height": 900})
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", name)
-    page.fill("#id_password", f"pw-{name}")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
-    return context, page
-
-
-def test_pages_stop_streaming_to_a_reviewer_who_loses_the_permission(browser, live, users,
-                                                                    shot):
+def test_pages_stop_streaming_to_a_reviewer_who_loses_the_permission(login_as, users, shot):
     users["reviewer"].is_staff = True
     users["reviewer"].save(update_fields=["is_staff"])
     # Waiting to retry in 10 minutes: live, and left alone by workers and sweeps.
     run = retrying_run(users["owner"], in_seconds=600)
     chat_url = f"/c/{run.conversation_id}/"
-    contexts = []
-    try:
-        context, owners = _login(browser, live["base_url"], "owner")
-        contexts.append(context)
-        context, theirs = _login(browser, live["base_url"], "reviewer")
-        contexts.append(context)
-        owners.goto(chat_url)
-        theirs.goto(chat_url)  # read-only: someone else's conversation
-        context, queue = _login(browser, live["base_url"], "reviewer")
-        contexts.append(context)
-        queue.goto(QUEUE)
-        expect(queue.locator("#queue-live")).to_have_attribute("data-live", "open")
-        for page in (owners, theirs):
-            expect(page.locator("#chat")).to_have_attribute("data-live", "true")
+    wide = {"width": 1300, "height": 900}
+    owners, theirs, queue = (login_as(name, viewport=wide)
+                             for name in ("owner", "reviewer", "reviewer"))
+    owners.goto(chat_url)
+    theirs.goto(chat_url)  # read-only: someone else's conversation
+    queue.goto(QUEUE)
+    expect(queue.locator("#queue-live")).to_have_attribute("data-live", "open")
+    for page in (owners, theirs):
+        expect(page.locator("#chat")).to_have_attribute("data-live", "true")
 
-        users["reviewer"].user_permissions.remove(
-            Permission.objects.get(codename="decide_interrupt"))
-        for page in (theirs, queue):
-            notice = page.locator("#stream-notice [data-state=closed]")
-            expect(notice).to_be_visible(timeout=SOON)
-            expect(notice).to_contain_text("Live updates stopped")
-        shot(theirs, "chat-access-revoked", full_page=False)
-        shot(queue, "queue-access-revoked", full_page=False)
+    users["reviewer"].user_permissions.remove(
+        Permission.objects.get(codename="decide_interrupt"))
+    for page in (theirs, queue):
+        notice = page.locator("#stream-notice [data-state=closed]")
+        expect(notice).to_be_visible(timeout=SOON)
+        expect(notice).to_contain_text("Live updates stopped")
+    shot(theirs, "chat-access-revoked", full_page=False)
+    shot(queue, "queue-access-revoked", full_page=False)
 
-        # The owner's page streams on: new text of the run reaches it, not the reviewer's.
-        message = "after-revoke"
-        publish(run.id, [run_started(thread_id=run.thread_id, run_id=str(run.id)),
-                         text_start(message), text_content(message, "still here")])
-        wait_published()
-        expect(owners.locator(f"#msg-{message} .msg__text")).to_have_text("still here")
-        expect(owners.locator("#stream-notice [data-state=closed]")).to_be_hidden()
-        expect(theirs.locator(f"#msg-{message}")).to_have_count(0)
-    finally:
-        for context in contexts:
-            context.close()
+    # The owner's page streams on: new text of the run reaches it, not the reviewer's.
+    message = "after-revoke"
+    publish(run.id, [run_started(thread_id=run.thread_id, run_id=str(run.id)),
+                     text_start(message), text_content(message, "still here")])
+    wait_published()
+    expect(owners.locator(f"#msg-{message} .msg__text")).to_have_text("still here")
+    expect(owners.locator("#stream-notice [data-state=closed]")).to_be_hidden()
+    expect(theirs.locator(f"#msg-{message}")).to_have_count(0)

@@ -120,6 +120,19 @@ def live(services, transactional_db, request) -> Iterator[dict]:
 
 
 @pytest.fixture
+def unconsumed_queue() -> Iterator[str]:
+    """Run tasks sent by this test go to a queue nobody consumes (removed after): a test
+    that claims runs itself must not race the session's worker for them."""
+    import redis
+
+    before = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue = f"agentsite-test-own-{uuid.uuid4().hex[:8]}"
+    yield queue
+    celery_app.conf.task_default_queue = before
+    redis.Redis(**settings.EVENTSTREAM_REDIS).delete(queue)
+
+
+@pytest.fixture
 def users(transactional_db) -> dict:
     from django.contrib.auth.models import Permission
     from rest_framework.authtoken.models import Token

@@ -23,7 +23,8 @@ def _lapse(run_id: str) -> None:
         lease_expires_at=timezone.now() - timedelta(seconds=1))
 
 
-def test_live_lease_keeps_its_segment_lapsed_one_is_taken_over_again_and_again(users):
+def test_live_lease_keeps_its_segment_lapsed_one_is_taken_over_again_and_again(
+        users, unconsumed_queue):
     run = run_start(owner=users["owner"], agent="dev", input={"topic": "claim"})
     first = lifecycle.run_claim(run_id=str(run.pk), segments_done=0, worker="w1")
     assert first is not None and not first.takeover and first.initial_state is not None
@@ -51,24 +52,7 @@ def test_live_lease_keeps_its_segment_lapsed_one_is_taken_over_again_and_again(u
     assert statuses == ["queued", "running"]  # takeovers write no status change
 
 
-@pytest.fixture
-def own_queue():
-    """Sends go to a queue of this test's own (nobody consumes it), removed after."""
-    import os
-
-    import redis
-    from django.conf import settings as conf
-
-    from agentsite.celery import app
-
-    before = app.conf.task_default_queue
-    app.conf.task_default_queue = queue = f"agentsite-test-claim-{os.getpid()}"
-    yield queue
-    app.conf.task_default_queue = before
-    redis.Redis(**conf.EVENTSTREAM_REDIS).delete(queue)
-
-
-def test_reaper_sends_runs_owed_work(users, settings, own_queue):
+def test_reaper_sends_runs_owed_work(users, settings, unconsumed_queue):
     settings.AGENTSITE_REQUEUE_AFTER_SECONDS = 0
     run = run_start(owner=users["owner"], agent="dev", input={"topic": "owed"})
     later = timezone.now() + timedelta(seconds=1)
@@ -77,9 +61,9 @@ def test_reaper_sends_runs_owed_work(users, settings, own_queue):
     assert list(owed_work(later)) == []  # running under a live lease
     _lapse(run.pk)
     queue = redis.Redis(**settings.EVENTSTREAM_REDIS)
-    before = queue.llen(own_queue)
+    before = queue.llen(unconsumed_queue)
     assert sweep() == [str(run.pk)]
-    assert queue.llen(own_queue) == before + 1  # the task, sent again
+    assert queue.llen(unconsumed_queue) == before + 1  # the task, sent again
     after = AgentRun.objects.get(pk=run.pk)
     assert after.lease_owner == "" and after.lease_expires_at > timezone.now()
     assert sweep() == []  # released: sent once per lease, not on every sweep

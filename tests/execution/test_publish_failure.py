@@ -4,13 +4,8 @@ them from the database), and nothing raises into the worker."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import redis
-from django.conf import settings as conf
 
-from agentsite.celery import app
 from execution import lifecycle
 from execution.lifecycle import PendingInterrupt
 from hitl.models import AgentInterrupt
@@ -22,16 +17,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def events_unreachable(settings):
-    """The event store on a port nothing listens on; broker sends to a queue of our own."""
-    before = app.conf.task_default_queue
-    app.conf.task_default_queue = queue = f"agentsite-test-publish-{os.getpid()}"
+def events_unreachable(settings, unconsumed_queue):
+    """The event store on a port nothing listens on (sends go to ``unconsumed_queue``)."""
     settings.EVENTSTREAM_STORAGE_CONNECTION = {"host": "127.0.0.1", "port": 1}
     publish.close_connections()  # made again from the settings, not taken from spares
     yield
     publish.close_connections()
-    app.conf.task_default_queue = before
-    redis.Redis(**conf.EVENTSTREAM_REDIS).delete(queue)
 
 
 def test_pause_and_finish_commit_when_publishing_fails(users, events_unreachable, caplog):

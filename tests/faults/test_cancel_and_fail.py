@@ -84,7 +84,7 @@ def test_cancel_running_run_stops_between_steps(cluster, users):
     assert counter_expires_with_events(run["id"])
 
 
-def test_run_fail_closes_pending_and_decided_interrupts(users):
+def test_run_fail_closes_pending_and_decided_interrupts(users, unconsumed_queue):
     run = run_start(owner=users["owner"], agent="dev", input={"topic": "x"})
     with transaction.atomic():
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)

@@ -48,12 +48,12 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
     try:
         _execute(segment, lost, usage)
     finally:
-        if usage.calls:
+        # A pause or finish recorded the usage with the run's new status; a segment that
+        # failed, was stopped or lost its run records it here.
+        tokens = None if usage.recorded else usage.tokens()
+        if tokens is not None:
             try:
-                lifecycle.usage_record(
-                    segment=segment, model_name=usage.model_name, calls=usage.calls,
-                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                    total_tokens=usage.total_tokens)
+                lifecycle.usage_record(segment=segment, tokens=tokens)
             except Exception:  # noqa: BLE001 - usage is not worth a run; logged
                 log.exception("run %s: token usage not recorded", segment.run_id)
 
@@ -139,10 +139,10 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     # when the end was not ours to write).
     closing = mapper.close_all()
     if cancelled is not None:
-        if lifecycle.run_finish(segment=segment, status="cancelled", result=None,
-                                text=mapper.text, state={}, reason=str(cancelled),
-                                before=closing) is None:
-            _end_foreign(segment)
+        ended = lifecycle.run_finish(
+            segment=segment, status="cancelled", result=None, text=mapper.text, state={},
+            reason=str(cancelled), before=closing, tokens=usage.tokens())
+        _segment_ended(segment, usage, ended)
         return
     if HOLD_SEGMENT_END:
         time.sleep(HOLD_SEGMENT_END)
@@ -153,16 +153,27 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
                                 response_schema=_as_json(i.response_schema))
                for i in raised]
     if pending:
-        if lifecycle.run_pause(segment=segment, interrupts_raised=pending, text=mapper.text,
-                               state=state, before=closing) is None:
-            _end_foreign(segment)
+        ended = lifecycle.run_pause(
+            segment=segment, interrupts_raised=pending, text=mapper.text, state=state,
+            before=closing, tokens=usage.tokens())
+        _segment_ended(segment, usage, ended)
         return
     status = values.get("outcome") or "completed"
     if status not in FINAL_STATUSES:
         raise ValueError(f"graph ended with outcome {status!r}; expected one of {FINAL_STATUSES}")
-    if lifecycle.run_finish(segment=segment, status=status, result=json_state(
-            {"r": values.get("result")})["r"], text=mapper.text, state=state,
-            reason=str(values.get("outcome_reason") or ""), before=closing) is None:
+    ended = lifecycle.run_finish(
+        segment=segment, status=status, result=json_state({"r": values.get("result")})["r"],
+        text=mapper.text, state=state, reason=str(values.get("outcome_reason") or ""),
+        before=closing, tokens=usage.tokens())
+    _segment_ended(segment, usage, ended)
+
+
+def _segment_ended(segment: Segment, usage: UsageCounter, run: Any) -> None:
+    """After the pause or finish: it recorded the usage when it was ours to write (``run``);
+    otherwise the end belongs to whoever holds the run now."""
+    if run is not None:
+        usage.recorded = True
+    else:
         _end_foreign(segment)
 
 

@@ -173,20 +173,35 @@ def segment_held(segment: Segment) -> bool:
                                    lease_owner=segment.lease).exists()
 
 
-def usage_record(*, segment: Segment, model_name: str, calls: int, input_tokens: int,
-                 output_tokens: int, total_tokens: int) -> None:
-    """Record a segment's token usage and add it to its run's totals (the tokens were
-    spent whatever became of the segment)."""
+@dataclass(frozen=True)
+class Tokens:
+    """What a segment's model calls used (``execution.usage.UsageCounter``)."""
+
+    model_name: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+def usage_record(*, segment: Segment, tokens: Tokens) -> None:
+    """Record a segment's token usage and add it to its run's totals, on its own: for a
+    segment that did not end with a pause or finish (those record it in their own
+    transaction). The tokens were spent whatever became of the segment."""
     with transaction.atomic():
-        SegmentUsage.objects.create(
-            run_id=segment.run_id, segment=segment.segments_done + 1, model_name=model_name,
-            calls=calls, input_tokens=input_tokens, output_tokens=output_tokens,
-            total_tokens=total_tokens)
-        AgentRun.objects.filter(pk=segment.run_id).update(
-            input_tokens=F("input_tokens") + input_tokens,
-            output_tokens=F("output_tokens") + output_tokens,
-            total_tokens=F("total_tokens") + total_tokens,
-            model_name=model_name)
+        _usage_add(segment, tokens)
+
+
+def _usage_add(segment: Segment, tokens: Tokens) -> None:
+    SegmentUsage.objects.create(
+        run_id=segment.run_id, segment=segment.segments_done + 1,
+        model_name=tokens.model_name, calls=tokens.calls, input_tokens=tokens.input_tokens,
+        output_tokens=tokens.output_tokens, total_tokens=tokens.total_tokens)
+    AgentRun.objects.filter(pk=segment.run_id).update(
+        input_tokens=F("input_tokens") + tokens.input_tokens,
+        output_tokens=F("output_tokens") + tokens.output_tokens,
+        total_tokens=F("total_tokens") + tokens.total_tokens,
+        model_name=tokens.model_name)
 
 
 def _initial_state(run: AgentRun) -> dict[str, Any]:
@@ -233,14 +248,18 @@ def _close_segment(run: AgentRun, segment: Segment, text: str,
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
-              state: dict[str, Any], before: Sequence[Any] = ()) -> AgentRun | None:
+              state: dict[str, Any], before: Sequence[Any] = (),
+              tokens: Tokens | None = None) -> AgentRun | None:
     """Store the graph's pending interrupts and pause the run; publish on commit
-    (``before``: the segment's last live events, sent in the same batch)."""
+    (``before``: the segment's last live events, sent in the same batch; ``tokens``:
+    the segment's usage, recorded with the pause so a paused run shows its totals)."""
     requests = [(i.interrupt_id, i.request, i.response_schema) for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
         run = _lock_running(segment, notify.QUESTION_FACTS)
         if run is None:
             return None
+        if tokens is not None:
+            _usage_add(segment, tokens)
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
@@ -255,14 +274,16 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
 
 
 def run_finish(*, segment: Segment, status: str, result: Any, text: str,
-               state: dict[str, Any], reason: str = "",
-               before: Sequence[Any] = ()) -> AgentRun | None:
+               state: dict[str, Any], reason: str = "", before: Sequence[Any] = (),
+               tokens: Tokens | None = None) -> AgentRun | None:
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
-    commit (``before`` as in ``run_pause``)."""
+    commit (``before`` and ``tokens`` as in ``run_pause``)."""
     with transaction.atomic():
         run = _lock_running(segment, notify.RUN_FACTS)
         if run is None:
             return None
+        if tokens is not None:
+            _usage_add(segment, tokens)
         # Registered first, as in ``run_pause``: before the run-finished notice's task.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []

@@ -13,6 +13,8 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from execution.lifecycle import Tokens
+
 
 class UsageCounter(BaseCallbackHandler):
     """Sums the usage of the model calls it sees (thread-safe: parallel branches)."""
@@ -22,6 +24,8 @@ class UsageCounter(BaseCallbackHandler):
         self.calls = 0
         self.input_tokens = self.output_tokens = self.total_tokens = 0
         self.model_name = ""
+        # Set once the segment's pause or finish has recorded these (in its transaction).
+        self.recorded = False
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generations in response.generations:
@@ -38,3 +42,12 @@ class UsageCounter(BaseCallbackHandler):
                     self.total_tokens += int(usage.get("total_tokens") or 0)
                     self.model_name = str(meta.get("model_name") or meta.get("model")
                                           or self.model_name)[:200]
+
+    def tokens(self) -> Tokens | None:
+        """What the calls so far used; None when no call reported usage."""
+        with self.lock:
+            if not self.calls:
+                return None
+            return Tokens(model_name=self.model_name, calls=self.calls,
+                          input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                          total_tokens=self.total_tokens)

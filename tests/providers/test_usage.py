@@ -20,6 +20,8 @@ def test_usage_per_segment_and_per_run_is_what_the_provider_reported(papi, provi
     run = wait_run(owner, start_run(owner, "assistant", message="help me with my order")["id"],
                    "paused")
     assert pending(run)["kind"] == "select"
+    # Recorded with the pause: a run read as paused already shows its segment's tokens.
+    assert (run["input_tokens"], run["total_tokens"]) == (120, 135)
     done = answer_and_wait(owner, run, {"value": "Order status"}, until="completed")
     assert done["result"]["answer"] == "Your order ships tomorrow."
 

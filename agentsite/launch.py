@@ -183,11 +183,11 @@ class Edge:
 
 def edge_children(env: dict[str, str], host: str, port: int) -> Edge:
     """EDGE=pushpin: Pushpin on HOST:PORT in front of WEB_PROCESSES web processes on the
-    next port, and the edge forwarder; GRIP_URL (with a fresh key) goes into ``env``. The
-    web processes are one uvicorn's workers sharing its socket, so the kernel spreads
-    Pushpin's connections over them: Pushpin tries its targets in order, it does not
-    balance (uvicorn restarts a worker that dies). Otherwise one web process on
-    HOST:PORT, holding its streams itself."""
+    next port, and the edge forwarder; GRIP_URL (with a fresh key) and GRIP_ZMQ_PUSH_URI
+    go into ``env``. The web processes are one uvicorn's workers sharing its socket, so
+    the kernel spreads Pushpin's connections over them: Pushpin tries its targets in
+    order, it does not balance (uvicorn restarts a worker that dies). Otherwise one web
+    process on HOST:PORT, holding its streams itself."""
     edge = env.get("EDGE", "").strip().lower()
     if not edge:
         return Edge(web_port=port)
@@ -198,13 +198,16 @@ def edge_children(env: dict[str, str], host: str, port: int) -> Edge:
     count = int(env.get("WEB_PROCESSES", "2"))
     web_port = port + 1
     publish_port = int(env.get("GRIP_PUBLISH_PORT", "5561"))
+    push_port = int(env.get("GRIP_PUSH_PORT", "5560"))
     key = secrets.token_hex(16)
     conf = processes.pushpin_config(processes.ROOT / ".data" / "pushpin", http_port=port,
                                     publish_port=publish_port, sig_key=key,
-                                    targets=[web_port], host=host)
+                                    targets=[web_port], host=host, push_port=push_port)
     env["GRIP_URL"] = processes.grip_url(publish_port, key)
+    env["GRIP_ZMQ_PUSH_URI"] = processes.zmq_push_uri(push_port)
     print(f"edge: Pushpin on {host}:{port} in front of {count} web processes on "
-          f"{web_port}; publish endpoint 127.0.0.1:{publish_port}")
+          f"{web_port}; publish endpoints 127.0.0.1:{publish_port} (HTTP) and "
+          f"127.0.0.1:{push_port} (ZeroMQ, the forwarder's)")
     return Edge(web_port=web_port, web_processes=count, children=[
         Child("pushpin", processes.pushpin_argv(conf)),
         Child("edge", processes.edge_argv())])

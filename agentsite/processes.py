@@ -148,12 +148,13 @@ def pushpin_installed() -> bool:
 
 
 def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_key: str,
-                   targets: list[int], host: str = "127.0.0.1",
+                   targets: list[int], host: str = "127.0.0.1", push_port: int = 0,
                    settings: dict[str, str] | None = None) -> Path:
     """Write Pushpin's configuration and routes in ``directory`` from the repo's
-    (deploy/pushpin/): its own ports (the other ZeroMQ ports free ones), run and log
-    directories and key, routing to the web processes on ``targets`` in that order.
-    ``settings``: other keys of the file replaced (the bench's ``log_level``, ``debug``)."""
+    (deploy/pushpin/): its own ports (``push_port``: its ZeroMQ publish input,
+    ``zmq_push_uri``; the other ZeroMQ ports free ones), run and log directories and
+    key, routing to the web processes on ``targets`` in that order. ``settings``: other
+    keys of the file replaced (the bench's ``log_level``, ``debug``)."""
     (directory / "run").mkdir(parents=True, exist_ok=True)
     (directory / "log").mkdir(exist_ok=True)
     values = {
@@ -161,7 +162,7 @@ def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_ke
         "http_port": f"{host}:{http_port}" if host != "0.0.0.0" else str(http_port),
         "logdir": str(directory / "log"),
         "routesfile": str(directory / "routes"), "sig_key": sig_key,
-        "push_in_spec": f"tcp://127.0.0.1:{free_port()}",
+        "push_in_spec": zmq_push_uri(push_port or free_port()),
         "push_in_sub_specs": f"tcp://127.0.0.1:{free_port()}",
         "push_in_http_port": str(publish_port),
         "command_spec": f"tcp://127.0.0.1:{free_port()}",
@@ -184,6 +185,11 @@ def pushpin_config(directory: Path, *, http_port: int, publish_port: int, sig_ke
 def grip_url(publish_port: int, sig_key: str) -> str:
     """GRIP_URL for a Pushpin whose publish endpoint is on ``publish_port``."""
     return f"http://127.0.0.1:{publish_port}/?iss=pushpin&key={sig_key}"
+
+
+def zmq_push_uri(push_port: int) -> str:
+    """GRIP_ZMQ_PUSH_URI for a Pushpin whose ZeroMQ publish input is on ``push_port``."""
+    return f"tcp://127.0.0.1:{push_port}"
 
 
 def pushpin_argv(conf: Path) -> list[str]:

@@ -276,6 +276,11 @@ EVENTSTREAM_CHANNELMANAGER_CLASS = "streams.channels.ChannelManager"
 # processes hold the streams themselves, as without a proxy. django-grip reads
 # GRIP_PROXIES (not GRIP_URL: it would append that to GRIP_PROXIES at every request).
 GRIP_PROXIES = [parse_grip_uri(env_str("GRIP_URL", ""))] if env_str("GRIP_URL", "") else []
+# Pushpin's ZeroMQ publish input (its push_in_spec, e.g. tcp://127.0.0.1:5560): set, the
+# edge forwarder pushes there instead of posting to GRIP_URL's endpoint (no HTTP request
+# and no connection per publish: docs/scaling.md, "Latency."). Pushpin only: Fastly
+# Fanout takes HTTP.
+GRIP_ZMQ_PUSH_URI = env_str("GRIP_ZMQ_PUSH_URI", "")
 # How often the proxy asks again for a held stream (its next link): access is checked
 # again then, and anything it missed is sent.
 GRIP_RECHECK_SECONDS = env_int("GRIP_RECHECK_SECONDS", 120)

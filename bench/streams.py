@@ -34,14 +34,16 @@ last one is answered, or after 2 s), as browsers arrive; a refused stream is cou
 retried. ``--pushpin-set log_level=3`` (debug) and ``--pushpin-set debug=true`` (error
 details in the refusal's body) are for finding why Pushpin refuses; ``--pushpin-set``
 replaces any key of deploy/pushpin/pushpin.conf. ``--forwarder-file FILE`` runs that
-copy of streams/edge.py as the edge forwarder (an older one, to compare).
+copy of streams/edge.py as the edge forwarder (an older one, to compare). ``--publish
+http`` has the forwarder post to Pushpin's HTTP publish endpoint instead of pushing over
+ZeroMQ (the default, GRIP_ZMQ_PUSH_URI), to compare.
 
 Its database is BENCH_DATABASE (default agentsite_bench): give it a name of its own when
 another bench may run at the same time (each drops and makes its database anew).
 
 Usage: python bench/streams.py [--edge 100,1000,10000] [--direct 100,1000,2000]
        [--runs 100] [--rate 100] [--seconds 5] [--wave 250] [--clients K]
-       [--forwarder-file FILE]
+       [--forwarder-file FILE] [--publish zmq|http]
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ from agentsite.processes import (  # noqa: E402
     pushpin_process,
     web_argv,
     worker_process,
+    zmq_push_uri,
 )
 from bench._services import load, percentile, proc_stat  # noqa: E402
 from bench._stream_clients import Clients  # noqa: E402
@@ -183,7 +186,7 @@ def forwarder_line(forwarder: Process | None) -> str:
     been quiet for 5 s): how long its publishes to Pushpin took."""
     if forwarder is None:
         return ""
-    lines = [x for x in forwarder.log().splitlines() if "published" in x and "requests" in x]
+    lines = [x for x in forwarder.log().splitlines() if "published" in x and "events in" in x]
     return lines[-1].split("edge: ", 1)[-1] if lines else "no summary"
 
 
@@ -280,6 +283,9 @@ def main() -> None:
                         help="a key of deploy/pushpin/pushpin.conf replaced")
     parser.add_argument("--forwarder-file", default="",
                         help="run this copy of streams/edge.py as the edge forwarder")
+    parser.add_argument("--publish", choices=("zmq", "http"), default="zmq",
+                        help="the forwarder publishes over ZeroMQ (GRIP_ZMQ_PUSH_URI) or "
+                             "to the HTTP publish endpoint")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10k sockets, inherited
@@ -333,12 +339,15 @@ def main() -> None:
 
         # The edge: Pushpin, two web processes, the forwarder.
         key = secrets.token_hex(16)
-        http_port, publish_port = free_port(), free_port()
+        http_port, publish_port, push_port = free_port(), free_port(), free_port()
         web_ports = [free_port()] if args.web_workers > 1 else [free_port(), free_port()]
         edge_env = {**env, "GRIP_URL": grip_url(publish_port, key),
                     "DB_POOL_MAX": str(args.edge_db_pool)}
+        if args.publish == "zmq":
+            edge_env["GRIP_ZMQ_PUSH_URI"] = zmq_push_uri(push_port)
         conf = pushpin_config(logs / "pushpin", http_port=http_port,
                               publish_port=publish_port, sig_key=key, targets=web_ports,
+                              push_port=push_port,
                               settings=dict(kv.split("=", 1) for kv in args.pushpin_set))
         webs = [web(f"web{i + 1}", p, edge_env, logs, args.web_workers)
                 for i, p in enumerate(web_ports)]

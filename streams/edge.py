@@ -10,6 +10,13 @@ proxy's channel ``events-<channel>`` as django-eventstream's GRIP path does (``b
 the last publish was under way goes in the next one. Workers and web processes are
 unchanged: they write the store as before.
 
+With ``GRIP_ZMQ_PUSH_URI`` (Pushpin's ``push_in_spec``) the items go over a ZeroMQ PUSH
+socket instead, one message each (``J`` + the item as JSON, which Pushpin reads as it
+reads its HTTP publish's items): no HTTP request, no connection per publish (Pushpin
+1.36 closes every publish connection) and no wait for an answer. A proxy that is down
+finds them queued (up to ``ZMQ_QUEUE`` items) when it is back; beyond that they are
+dropped and logged.
+
 Nothing here must be perfect. The proxy checks each channel's ids: an event missing
 (lost while this process or its Redis connection was down, or dropped after the proxy
 refused it) makes it ask the web process for what followed its last id (the store has
@@ -38,6 +45,7 @@ BATCH_MAX = 500  # items per publish request
 RETRY_FOR = 3.0  # seconds a batch is retried while the proxy does not answer
 RECONNECT_WAIT = 0.5
 STATS_EVERY = 10.0  # seconds between the summary lines in the log (when it published)
+ZMQ_QUEUE = 10_000  # items held for a proxy that does not take them (ZeroMQ's SNDHWM)
 
 
 def item(body: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -70,13 +78,78 @@ def close_items(body: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
     return out
 
 
-class Forwarder:
-    def __init__(self, control_uri: str, redis_kwargs: dict[str, Any], prefix: str = "") -> None:
+class HttpPublisher:
+    """Items posted to the proxy's publish endpoint (GRIP_URL), the answer awaited."""
+
+    done = "proxy answered"  # what the summary's times end with
+
+    def __init__(self, control_uri: str) -> None:
         self.url = control_uri.rstrip("/") + "/publish/"
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        self.client = httpx.AsyncClient(timeout=5.0, limits=limits)
+
+    async def send(self, items: list[dict[str, Any]]) -> int:
+        """Publish ``items``; return how many the proxy took."""
+        deadline = time.monotonic() + RETRY_FOR
+        while True:
+            try:
+                response = await self.client.post(self.url, json={"items": items})
+                if response.status_code < 300:
+                    return len(items)
+                log.warning("proxy refused %d events: %s %s", len(items),
+                            response.status_code, response.text[:200])
+                return 0  # a bad item would be refused again; the proxy recovers the ids
+            except httpx.HTTPError as exc:
+                if time.monotonic() > deadline:
+                    log.warning("proxy unreachable, %d events left to its recovery: %s",
+                                len(items), exc)
+                    return 0
+                await asyncio.sleep(0.1)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+class ZmqPublisher:
+    """Items pushed to Pushpin's ZeroMQ input (GRIP_ZMQ_PUSH_URI), one message each."""
+
+    done = "queued"
+
+    def __init__(self, push_uri: str) -> None:
+        import zmq
+
+        self.zmq = zmq
+        self.context = zmq.Context()
+        self.socket = self.context.socket(zmq.PUSH)
+        self.socket.setsockopt(zmq.LINGER, 0)  # a stopping forwarder drops what it held
+        self.socket.setsockopt(zmq.SNDHWM, ZMQ_QUEUE)
+        self.socket.connect(push_uri)
+
+    async def send(self, items: list[dict[str, Any]]) -> int:
+        # Never waits: ZeroMQ's I/O thread writes; a full queue (the proxy away for a
+        # while) drops the rest, which the proxy recovers by id.
+        for sent, one in enumerate(items):
+            try:
+                self.socket.send(b"J" + json.dumps(one).encode(), self.zmq.NOBLOCK)
+            except self.zmq.Again:
+                log.warning("proxy not taking events, %d left to its recovery",
+                            len(items) - sent)
+                return sent
+        return len(items)
+
+    async def close(self) -> None:
+        self.socket.close()
+        self.context.term()
+
+
+class Forwarder:
+    def __init__(self, control_uri: str, redis_kwargs: dict[str, Any], prefix: str = "",
+                 push_uri: str = "") -> None:
+        self.publisher = ZmqPublisher(push_uri) if push_uri else HttpPublisher(control_uri)
         self.redis_kwargs, self.prefix = redis_kwargs, prefix
         self.published = 0
-        # Per publish request since the last summary: (items, seconds from the batch's
-        # first message read to the proxy's answer, seconds of the request alone).
+        # Per publish since the last summary: (items, seconds from the batch's first
+        # message read to its publish done, seconds of the publish alone).
         self.samples: list[tuple[int, float, float]] = []
         self.reported = time.monotonic()
 
@@ -90,36 +163,18 @@ class Forwarder:
         samples, self.samples, self.reported = self.samples, [], now
         held = sorted(s[1] for s in samples)
         posts = sorted(s[2] for s in samples)
-        log.info("published %d events in %d requests; read -> proxy answered p50 %.1f ms, "
-                 "max %.1f ms; request p50 %.1f ms, max %.1f ms", sum(s[0] for s in samples),
-                 len(samples), held[len(held) // 2] * 1000, held[-1] * 1000,
+        log.info("published %d events in %d publishes; read -> %s p50 %.1f ms, "
+                 "max %.1f ms; publish p50 %.1f ms, max %.1f ms", sum(s[0] for s in samples),
+                 len(samples), self.publisher.done, held[len(held) // 2] * 1000, held[-1] * 1000,
                  posts[len(posts) // 2] * 1000, posts[-1] * 1000)
-
-    async def publish(self, client: httpx.AsyncClient, items: list[dict[str, Any]]) -> None:
-        deadline = time.monotonic() + RETRY_FOR
-        while True:
-            try:
-                response = await client.post(self.url, json={"items": items})
-                if response.status_code < 300:
-                    self.published += len(items)
-                    return
-                log.warning("proxy refused %d events: %s %s", len(items),
-                            response.status_code, response.text[:200])
-                return  # a bad item would be refused again; the proxy recovers the ids
-            except httpx.HTTPError as exc:
-                if time.monotonic() > deadline:
-                    log.warning("proxy unreachable, %d events left to its recovery: %s",
-                                len(items), exc)
-                    return
-                await asyncio.sleep(0.1)
 
     async def run(self) -> None:
         import redis.asyncio as aioredis
 
         from streams.keys import PUBSUB_CHANNEL
 
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(timeout=5.0, limits=limits) as client:
+        publisher = self.publisher
+        try:
             while True:
                 redis = aioredis.Redis(**self.redis_kwargs,
                                        client_name=f"agentsite-edge-{os.getpid()}")
@@ -148,7 +203,7 @@ class Forwarder:
                                       else [item(body, self.prefix)])
                         if items:
                             began = time.monotonic()
-                            await self.publish(client, items)
+                            self.published += await publisher.send(items)
                             done = time.monotonic()
                             self.samples.append((len(items), done - read_at, done - began))
                         self.summary()
@@ -163,6 +218,8 @@ class Forwarder:
                         await redis.aclose()
                     except Exception:  # noqa: BLE001 - already gone
                         pass
+        finally:
+            await publisher.close()
 
 
 def freeze_startup() -> None:
@@ -194,7 +251,7 @@ def main() -> int:
         print("edge forwarder: GRIP_URL is not set", file=sys.stderr)
         return 2
     forwarders = [Forwarder(proxy["control_uri"], settings.EVENTSTREAM_REDIS,
-                            getattr(settings, "GRIP_PREFIX", ""))
+                            getattr(settings, "GRIP_PREFIX", ""), settings.GRIP_ZMQ_PUSH_URI)
                   for proxy in settings.GRIP_PROXIES]
     freeze_startup()
 

@@ -24,6 +24,7 @@ from agentsite.processes import (
     stop_all,
     web_argv,
     worker_process,
+    zmq_push_uri,
 )
 from tests.conftest import QUEUE
 
@@ -52,13 +53,14 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
         pytest.skip("pushpin is not installed (make test installs it)")
     log_dir = tmp_path_factory.mktemp("edge")
     key = secrets.token_hex(16)
-    http_port, publish_port = free_port(), free_port()
+    http_port, publish_port, push_port = free_port(), free_port(), free_port()
     web_ports = [free_port(), free_port()]
     # A held stream confirms a lost run end 2 s after its first look (5 s by default).
+    # The forwarder pushes over ZeroMQ, as make run's does (test_edge_publish: HTTP).
     env = {**services["env"], "GRIP_URL": grip_url(publish_port, key),
-           "STREAM_WATCH_SECONDS": WATCH_SECONDS}
+           "GRIP_ZMQ_PUSH_URI": zmq_push_uri(push_port), "STREAM_WATCH_SECONDS": WATCH_SECONDS}
     conf = pushpin_config(log_dir / "pushpin", http_port=http_port, publish_port=publish_port,
-                          sig_key=key, targets=web_ports)
+                          sig_key=key, targets=web_ports, push_port=push_port)
     pushpin = pushpin_process(conf, http_port, publish_port, env, log_dir)
     forwarder = edge_process(env, log_dir)
     webs = [_web(f"web{i + 1}", port, env, log_dir) for i, port in enumerate(web_ports)]

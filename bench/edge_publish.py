@@ -17,6 +17,8 @@ overlapped it; publish -> client latency p50 / p99 / max; garbage collections by
 generation (count, total and longest pause).
 
 ``--forwarder-file FILE`` runs another copy of streams/edge.py (an older one, to compare).
+The forwarder here posts to Pushpin's HTTP publish endpoint (no GRIP_ZMQ_PUSH_URI): the
+path whose slow publishes this was written to explain.
 
 Usage: python bench/edge_publish.py [--streams 100] [--rate 100] [--seconds 30]
        [--slow 20] [--forwarder-file FILE] [--pushpin-set KEY=VALUE]

@@ -85,6 +85,7 @@ class HttpPublisher:
 
     def __init__(self, control_uri: str) -> None:
         self.url = control_uri.rstrip("/") + "/publish/"
+        self.where = f"to {self.url} (HTTP)"
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         self.client = httpx.AsyncClient(timeout=5.0, limits=limits)
 
@@ -124,6 +125,7 @@ class ZmqPublisher:
         self.socket.setsockopt(zmq.LINGER, 0)  # a stopping forwarder drops what it held
         self.socket.setsockopt(zmq.SNDHWM, ZMQ_QUEUE)
         self.socket.connect(push_uri)
+        self.where = f"to {push_uri} (ZeroMQ)"
 
     async def send(self, items: list[dict[str, Any]]) -> int:
         # Never waits: ZeroMQ's I/O thread writes; a full queue (the proxy away for a
@@ -181,7 +183,8 @@ class Forwarder:
                 pubsub = redis.pubsub(ignore_subscribe_messages=True)
                 try:
                     await pubsub.subscribe(PUBSUB_CHANNEL)
-                    print("edge forwarder: subscribed", flush=True)
+                    print(f"edge forwarder: subscribed; publishing {publisher.where}",
+                          flush=True)
                     while True:
                         message = await pubsub.get_message(timeout=5.0)
                         if message is None:

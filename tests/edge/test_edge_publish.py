@@ -54,8 +54,10 @@ def test_zmq_and_http_forwarders_each_deliver_in_order(via_edge, edge, users, tm
         send(5)
         delivered("over ZeroMQ")
 
+        assert "(ZeroMQ)" in edge["forwarder"].log()
         edge["forwarder"].stop()
         http.start()
+        assert "(HTTP)" in http.log()
         send(5)
         delivered("to the HTTP publish endpoint")
 

@@ -1,0 +1,104 @@
+"""`EDGE=pushpin make run`'s launcher (agentsite.launch): Pushpin in front of the web
+process and the edge forwarder, all supervised. A run started through Pushpin pauses, and
+its stream, held by Pushpin, gets every event, an event published later included (the
+forwarder pushing over ZeroMQ, GRIP_ZMQ_PUSH_URI, as the launcher sets it); a killed
+forwarder is started again; SIGTERM stops everything, Pushpin too."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import httpx
+import pytest
+from ag_ui.core import CustomEvent
+from django.conf import settings
+
+from agentsite.processes import ROOT, children_of, free_port, pushpin_installed
+from streams.publish import publish
+from tests.edge.sse_many import Stream
+from tests.faults.test_launcher import _alive, _database_url, _wait_for
+from tests.helpers import published_events, start_run, wait_run
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.agui_unchecked]
+
+
+def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
+    if not pushpin_installed():
+        pytest.skip("pushpin is not installed (make test installs it)")
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
+           "CELERY_QUEUE": f"agentsite-launch-{uuid.uuid4().hex[:8]}", "PORT": str(port),
+           "SECRET_KEY": "launcher-test", "WORKER_CONCURRENCY": "1", "PYTHONUNBUFFERED": "1",
+           "EDGE": "pushpin", "WEB_PROCESSES": "1", "GRIP_PUBLISH_PORT": str(free_port()),
+           "GRIP_PUSH_PORT": str(free_port()), "LAUNCH_BACKOFF_FIRST": "0.5",
+           "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule")}
+    env.pop("AGENTSITE_EMBEDDED", None)
+    log = tmp_path / "launch.log"
+    with open(log, "w") as out:
+        launcher = subprocess.Popen([sys.executable, "-m", "agentsite.launch"], env=env,
+                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    stop = asyncio.Event()
+    loop = asyncio.new_event_loop()
+    try:
+        _wait_for(log, r" ready\.", proc=launcher)  # the Celery worker
+        _wait_for(log, r"edge forwarder: subscribed; publishing to tcp://\S+ \(ZeroMQ\)",
+                  proc=launcher)
+        pushpin_pid = int(_wait_for(log, r"started pushpin \(pid (\d+)\)")[0])
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, headers={
+                "Authorization": f"Token {users['owner_token']}"}) as owner:
+            deadline = time.monotonic() + 60
+            while True:  # Pushpin answers 502 until its web process is up
+                try:
+                    if owner.get("/healthz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()[-4000:]
+                time.sleep(0.3)
+            run = wait_run(owner, start_run(owner)["id"], "paused")["id"]
+        sent = len(published_events(run))
+        stream = Stream(port, f"/api/runs/{run}/events/", users["owner_token"])
+        thread = threading.Thread(target=loop.run_until_complete, args=(stream.run(stop),),
+                                  daemon=True)
+        thread.start()
+
+        def delivered(what: str) -> None:
+            deadline = time.monotonic() + 15
+            while not (stream.numbers and stream.numbers[-1] == sent):
+                assert time.monotonic() < deadline, (what, stream.numbers[-5:], sent,
+                                                     log.read_text()[-3000:])
+                time.sleep(0.05)
+
+        delivered("the paused run's events")
+        assert stream.opened_at and stream.connects == 1  # held, not a direct answer
+        sent += 1
+        publish(run, [CustomEvent(name="launcher-edge", value=sent)])
+        delivered("an event published after the open")
+
+        forwarder_pid = int(_wait_for(log, r"started edge \(pid (\d+)\)")[0])
+        os.kill(forwarder_pid, signal.SIGKILL)
+        _wait_for(log, r"started edge \(pid (\d+)\)", count=2)
+        _wait_for(log, "edge forwarder: subscribed", count=2)
+        sent += 1
+        publish(run, [CustomEvent(name="launcher-edge", value=sent)])
+        delivered("an event after the forwarder's restart")
+        assert stream.numbers == list(range(1, sent + 1))
+
+        pushpin_children = children_of(pushpin_pid)
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=60) == 0
+        assert not _alive(pushpin_pid)
+        assert not [pid for pid in pushpin_children if _alive(pid)]  # condure, zurl, ...
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait(10)

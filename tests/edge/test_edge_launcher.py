@@ -9,21 +9,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-import uuid
 
 import httpx
 import pytest
 from ag_ui.core import CustomEvent
-from django.conf import settings
 
-from agentsite.processes import ROOT, children_of, free_port, pushpin_installed
+from agentsite.processes import children_of, free_port, pushpin_installed
 from streams.publish import publish
 from tests.edge.sse_many import Stream
-from tests.faults.test_launcher import _alive, _database_url, _wait_for
+from tests.faults.test_launcher import _alive, _wait_for, start_launcher
 from tests.helpers import published_events, start_run, wait_run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.agui_unchecked]
@@ -33,18 +29,9 @@ def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
     if not pushpin_installed():
         pytest.skip("pushpin is not installed (make test installs it)")
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
-           "CELERY_QUEUE": f"agentsite-launch-{uuid.uuid4().hex[:8]}", "PORT": str(port),
-           "SECRET_KEY": "launcher-test", "WORKER_CONCURRENCY": "1", "PYTHONUNBUFFERED": "1",
-           "EDGE": "pushpin", "WEB_PROCESSES": "1", "GRIP_PUBLISH_PORT": str(free_port()),
-           "GRIP_PUSH_PORT": str(free_port()), "LAUNCH_BACKOFF_FIRST": "0.5",
-           "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule")}
-    env.pop("AGENTSITE_EMBEDDED", None)
-    log = tmp_path / "launch.log"
-    with open(log, "w") as out:
-        launcher = subprocess.Popen([sys.executable, "-m", "agentsite.launch"], env=env,
-                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+    launcher, log = start_launcher(tmp_path, port, EDGE="pushpin", WEB_PROCESSES="1",
+                                   GRIP_PUBLISH_PORT=str(free_port()),
+                                   GRIP_PUSH_PORT=str(free_port()))
     stop = asyncio.Event()
     loop = asyncio.new_event_loop()
     try:

@@ -59,6 +59,23 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split(") ", 1)[1][0] != "Z"
 
 
+def start_launcher(tmp_path: Path, port: int, **extra: str) -> tuple[subprocess.Popen, Path]:
+    """``python -m agentsite.launch`` (what ``make run`` runs) on the test database and
+    Redis, serving on ``port``, with ``extra`` environment; its output goes to the log."""
+    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
+           "CELERY_QUEUE": f"agentsite-launch-{uuid.uuid4().hex[:8]}", "PORT": str(port),
+           "SECRET_KEY": "launcher-test", "WORKER_CONCURRENCY": "1", "PYTHONUNBUFFERED": "1",
+           "LAUNCH_BACKOFF_FIRST": "0.5",
+           "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule"), **extra}
+    env.pop("AGENTSITE_EMBEDDED", None)
+    log = tmp_path / "launch.log"
+    with open(log, "w") as out:
+        launcher = subprocess.Popen([sys.executable, "-m", "agentsite.launch"], env=env,
+                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    return launcher, log
+
+
 def test_backoff_doubles_up_to_the_cap():
     assert [backoff(n, first=1, cap=30) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
 
@@ -66,17 +83,7 @@ def test_backoff_doubles_up_to_the_cap():
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_is_restarted_and_sigterm_stops_all(tmp_path):
     port = _free_port()
-    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
-           "CELERY_QUEUE": f"agentsite-launch-{uuid.uuid4().hex[:8]}", "PORT": str(port),
-           "SECRET_KEY": "launcher-test", "WORKER_CONCURRENCY": "1", "PYTHONUNBUFFERED": "1",
-           "LAUNCH_BACKOFF_FIRST": "0.5",
-           "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule")}
-    env.pop("AGENTSITE_EMBEDDED", None)
-    log = tmp_path / "launch.log"
-    with open(log, "w") as out:
-        launcher = subprocess.Popen([sys.executable, "-m", "agentsite.launch"], env=env,
-                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+    launcher, log = start_launcher(tmp_path, port)
     try:
         _wait_for(log, r" ready\.", proc=launcher)  # the Celery worker
         web_pid = int(_wait_for(log, r"started web \(pid (\d+)\)")[0])

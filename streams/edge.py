@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 import django
 import httpx
+import zmq
 
 log = logging.getLogger("streams.edge")
 
@@ -117,9 +118,6 @@ class ZmqPublisher:
     done = "queued"
 
     def __init__(self, push_uri: str) -> None:
-        import zmq
-
-        self.zmq = zmq
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.PUSH)
         self.socket.setsockopt(zmq.LINGER, 0)  # a stopping forwarder drops what it held
@@ -132,8 +130,8 @@ class ZmqPublisher:
         # while) drops the rest, which the proxy recovers by id.
         for sent, one in enumerate(items):
             try:
-                self.socket.send(b"J" + json.dumps(one).encode(), self.zmq.NOBLOCK)
-            except self.zmq.Again:
+                self.socket.send(b"J" + json.dumps(one).encode(), zmq.NOBLOCK)
+            except zmq.Again:
                 log.warning("proxy not taking events, %d left to its recovery",
                             len(items) - sent)
                 return sent

@@ -174,9 +174,7 @@ async def channel_stream(user: Any, channel: str, after: int | None,
             if item is KEEPALIVE:
                 yield "event: keep-alive\ndata:\n\n"
                 continue
-            if item is RECHECK:
-                checked_at = -RECHECK_AFTER  # check now
-            if time.monotonic() - checked_at >= RECHECK_AFTER:
+            if item is RECHECK or time.monotonic() - checked_at >= RECHECK_AFTER:
                 if not await check(user, channel, held):
                     yield sse_event("stream-error", json.dumps({
                         "condition": "forbidden",

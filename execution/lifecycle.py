@@ -26,6 +26,7 @@ from agui import outcomes
 from agui.events import custom, run_error, run_started
 from execution import history
 from execution.retries import Failure, backoff_seconds
+from execution.stop import stop_on_commit
 from hitl import lifecycle as interrupts
 from hitl import notify
 from hitl.decide import Answer, CancelsRun, interrupts_decide
@@ -412,8 +413,8 @@ def _enqueue_retry_on_commit(run: AgentRun, delay_seconds: float) -> None:
 def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
     """Cancel an unfinished run (its owner, or a reviewer); its open questions with it.
 
-    A running segment sees the cancel between two graph steps and stops there
-    (``execution.executor``)."""
+    A running segment hears of it at once (``execution.stop``): its model calls in flight
+    are cut, and it stops before its next graph step (``execution.executor``)."""
     with transaction.atomic():
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
@@ -425,6 +426,8 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
         run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface,
                        fields=LEASE_FIELDS)
         history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
+        # A running segment stops now, its model call in flight cut (execution.stop).
+        stop_on_commit(run.id)
         # Listeners learn of the cancel now, not when a live segment next looks (a hung
         # model call may keep it for minutes); the fence keeps that segment off the
         # channel from here on.

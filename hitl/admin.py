@@ -131,7 +131,9 @@ class AssignmentFilter(admin.SimpleListFilter):
         if self.value() == "me":
             return queryset.filter(assignees=user)
         if self.value() == "groups":
-            return queryset.filter(assigned_groups__in=user.groups.all()).distinct()
+            # A subquery, not DISTINCT (``request`` is a json column: no equality operator).
+            return queryset.filter(pk__in=AgentInterrupt.objects.filter(
+                assigned_groups__in=user.groups.all()).values("pk"))
         if self.value() == "none":
             return queryset.filter(assignees__isnull=True, assigned_groups__isnull=True)
         return queryset

@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.utils import timezone
 
+from agentsite.fields import VerbatimJSONField
 from runs.models import AgentRun
 
 
@@ -25,10 +26,11 @@ class AgentInterrupt(models.Model):
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="interrupts")
     interrupt_id = models.CharField(max_length=64, help_text="LangGraph interrupt id")
     kind = models.CharField(max_length=40, help_text="its format (hitl.formats)")
-    # Nullable: ``interrupt(None)`` is stored as SQL NULL and reads back as None.
-    request = models.JSONField(null=True,
-                               help_text="the value the graph passed to interrupt(), verbatim")
-    response_schema = models.JSONField(
+    # Nullable: ``interrupt(None)`` is stored as SQL NULL and reads back as None. Both as
+    # the graph gave them, keys in its order (not jsonb's).
+    request = VerbatimJSONField(null=True,
+                                help_text="the value the graph passed to interrupt(), verbatim")
+    response_schema = VerbatimJSONField(
         null=True, blank=True,
         help_text="the Interrupt's response_schema (JSON Schema), when the graph gave one")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING,

@@ -174,12 +174,18 @@ ODD_VALUES: dict[str, Any] = {
 }
 
 
+# Keys in no sorted order, nested: stored and served in the order raised.
+ORDERED = {"zeta": 1, "a": {"yy": [{"q": 1, "b": 2}], "c": None, "bbb": True},
+           "mm": "last but one", "b": [3, 2, 1]}
+RAISED: dict[str, Any] = {**ODD_VALUES, "ordered": ORDERED}
+
+
 def odd_values_build() -> StateGraph:
-    """Raises the odd value the run's input names (``which``)."""
+    """Raises the odd value the run's input names (``which``, a key of ``RAISED``)."""
     graph = StateGraph(OddState)
 
     def node(state: OddState) -> OddState:
-        return {"result": {"received": interrupt(ODD_VALUES[state["which"]])}}
+        return {"result": {"received": interrupt(RAISED[state["which"]])}}
 
     graph.add_node("ask", node)
     graph.add_edge(START, "ask")

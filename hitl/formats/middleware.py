@@ -182,8 +182,15 @@ class HitlRequest(InterruptFormat):
             found = next((c for c in configs if c.get("action_name") == name), None)
         allowed = [d for d in (found or {}).get("allowed_decisions") or DECISIONS
                    if d in DECISIONS] or list(DECISIONS)
+        # The middleware never fills ``args_schema``: the tool's own schema, stored by the
+        # worker when the run paused (``args_schemas``), is what the tool will check.
         schema = (found or {}).get("args_schema")
+        if not isinstance(schema, dict):
+            schema = self.args_schemas.get(name)
         return allowed, schema if isinstance(schema, dict) else None
+
+    def tools(self) -> list[str]:
+        return list(dict.fromkeys(a["name"] for a in self.actions()))
 
     def message(self) -> str:
         names = ", ".join(a["name"] for a in self.actions())

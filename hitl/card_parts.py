@@ -54,6 +54,18 @@ CHOICE_LABELS = {"approve": "Approve", "edit": "Edit the arguments", "reject": "
                  "response": "Respond", "ignore": "Ignore"}
 
 
+def without_call_tail(description: str | None, name: str) -> str:
+    """A tool call's description without the call the middleware's default repeats
+    ("\n\nTool: <name>\nArgs: {python repr}"): the card shows the call itself, readably."""
+    return re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
+                  flags=re.S).strip()
+
+
+# Under the JSON editor of a tool whose argument schema nobody gave us (no form to build).
+NO_SCHEMA_HELP = ("This tool's argument schema is not known here, so the arguments are not "
+                  "checked before they are sent: the tool checks them when it runs.")
+
+
 def tool_row(*, name: str, args: Any, description: str, allowed: list[str],
              args_schema: dict[str, Any] | None, posted: Any, suffix: str = "",
              buttons: bool = True, inbox: bool = False) -> dict[str, Any]:
@@ -63,10 +75,7 @@ def tool_row(*, name: str, args: Any, description: str, allowed: list[str],
     a batch) the decision is a radio group and the card has one submit.
     """
     approve = "accept" if inbox else "approve"
-    # The middleware's default description repeats the call ("\n\nTool: <name>\nArgs:
-    # {python repr}"): the card shows the call itself, readably, so that tail goes.
-    description = re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
-                         flags=re.S).strip()
+    description = without_call_tail(description, name)
     decision_name = f"decision{suffix}"
     chosen = posted_text(posted, decision_name) or ""
     row: dict[str, Any] = {
@@ -114,6 +123,7 @@ def edit_fields(args: Any, args_schema: dict[str, Any] | None, posted: Any,
     text = posted_text(posted, f"edited_json{suffix}")
     return [{"input_name": f"edited_json{suffix}", "kind": "json",
              "label": "Arguments", "required": True, "no_optional": True,
+             "help": NO_SCHEMA_HELP,
              "value": text if text is not None else json.dumps(args, indent=2,
                                                                ensure_ascii=False)}]
 

@@ -127,6 +127,41 @@ def _check_decision(decision: Any, *, name: str, allowed: list[str],
     return decision, {}
 
 
+# The middleware's default description: its prefix, then the call again ("\n\nTool: <name>
+# \nArgs: <python repr>"). The question line names the call itself, readably, so both go.
+DEFAULT_PREFIX = "Tool execution requires approval"
+CALL_MAX = 120  # characters of one call in a question line ("send_email(to=…, body=…)")
+ARG_MAX = 40  # characters of one argument's value in it
+
+
+def call_text(name: str, args: Any, limit: int = CALL_MAX) -> str:
+    """A tool call in short: ``send_email(to=x@example.com, subject=Hi…)``, bounded."""
+    if isinstance(args, dict):
+        shown = ", ".join(f"{k}={clip(v if isinstance(v, str) else short_json(v), ARG_MAX)}"
+                          for k, v in args.items())
+    else:
+        shown = short_json(args, ARG_MAX)
+    name = clip(name, 60)
+    return f"{name}({clip(shown, max(limit - len(name) - 2, 8))})"
+
+
+def own_words(description: Any, name: str) -> str:
+    """The first line of what the agent says about a call, without the middleware's
+    default text (which says nothing the call does not)."""
+    if not isinstance(description, str):
+        return ""
+    text = card_parts.without_call_tail(description, name)
+    first = text.splitlines()[0].strip() if text else ""
+    return "" if first == DEFAULT_PREFIX else first
+
+
+def call_question(name: str, args: Any, description: Any) -> str:
+    """The question line of one call: "Approve send_email(to=…): <its description>"."""
+    words = own_words(description, name)
+    return clip(f"Approve {call_text(name, args)}" + (f": {words}" if words else ""),
+                MESSAGE_MAX)
+
+
 def _declined(allowed: list[str]) -> Any:
     """A declined call: rejected, or answered "cancelled" where only respond is allowed;
     never approved: a call that allows neither cancels the run (``CANCELS_RUN``) rather
@@ -193,12 +228,13 @@ class HitlRequest(InterruptFormat):
         return list(dict.fromkeys(a["name"] for a in self.actions()))
 
     def message(self) -> str:
-        names = ", ".join(a["name"] for a in self.actions())
-        first = self.actions()[0].get("description")
-        if len(self.actions()) == 1 and isinstance(first, str) and first.strip():
-            return clip(first.strip().splitlines()[0], MESSAGE_MAX)
-        return clip(f"Approve the tool call{'s' if len(self.actions()) > 1 else ''}: {names}",
-                    MESSAGE_MAX)
+        actions = self.actions()
+        if len(actions) == 1:
+            return call_question(actions[0]["name"], actions[0]["args"],
+                                 actions[0].get("description"))
+        each = max(CALL_MAX // len(actions), 30)
+        return clip(f"Approve {len(actions)} tool calls: " + ", ".join(
+            call_text(a["name"], a["args"], each) for a in actions), MESSAGE_MAX)
 
     def reason(self) -> str:
         return "tool_approval"
@@ -358,10 +394,8 @@ class ToolApproval(InterruptFormat):
         return None
 
     def message(self) -> str:
-        text = self.value.get("description")
-        if isinstance(text, str) and text.strip():
-            return clip(text.strip().splitlines()[0], MESSAGE_MAX)
-        return clip(f"Approve the call to {self.value['name']}", MESSAGE_MAX)
+        return call_question(self.value["name"], self.value["args"],
+                             self.value.get("description"))
 
     def reason(self) -> str:
         return "tool_approval"

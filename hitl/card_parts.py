@@ -54,11 +54,17 @@ CHOICE_LABELS = {"approve": "Approve", "edit": "Edit the arguments", "reject": "
                  "response": "Respond", "ignore": "Ignore"}
 
 
-def without_call_tail(description: str | None, name: str) -> str:
-    """A tool call's description without the call the middleware's default repeats
-    ("\n\nTool: <name>\nArgs: {python repr}"): the card shows the call itself, readably."""
-    return re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
+# The middleware's default description: this prefix, then the call again ("\n\nTool:
+# <name>\nArgs: {python repr}"). Cards and question lines show the call itself, readably.
+DEFAULT_PREFIX = "Tool execution requires approval"
+
+
+def own_description(description: str | None, name: str) -> str:
+    """What the agent says about a tool call, without the middleware's default text
+    (which says nothing the call does not)."""
+    text = re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
                   flags=re.S).strip()
+    return "" if text == DEFAULT_PREFIX else text
 
 
 # Under the JSON editor of a tool whose argument schema nobody gave us (no form to build).
@@ -75,7 +81,7 @@ def tool_row(*, name: str, args: Any, description: str, allowed: list[str],
     a batch) the decision is a radio group and the card has one submit.
     """
     approve = "accept" if inbox else "approve"
-    description = without_call_tail(description, name)
+    description = own_description(description, name)
     decision_name = f"decision{suffix}"
     chosen = posted_text(posted, decision_name) or ""
     row: dict[str, Any] = {
@@ -150,7 +156,7 @@ def decision_from_post(data: Any, *, name: str, allowed: list[str],
                        args_schema: dict[str, Any] | None, suffix: str = "") -> dict[str, Any]:
     """One middleware ``Decision`` from a form post; FormProblems naming the inputs."""
     choice = data.get(f"decision{suffix}") or ""
-    if not choice and data.get("all") == "approve":
+    if data.get("all") == "approve":  # "Approve all": whatever a row had chosen
         choice = "approve"
     if not choice:
         raise FormProblems({f"decision{suffix}": [f"{name}: choose what to do"]})

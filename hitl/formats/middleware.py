@@ -127,9 +127,6 @@ def _check_decision(decision: Any, *, name: str, allowed: list[str],
     return decision, {}
 
 
-# The middleware's default description: its prefix, then the call again ("\n\nTool: <name>
-# \nArgs: <python repr>"). The question line names the call itself, readably, so both go.
-DEFAULT_PREFIX = "Tool execution requires approval"
 CALL_MAX = 120  # characters of one call in a question line ("send_email(to=…, body=…)")
 ARG_MAX = 40  # characters of one argument's value in it
 
@@ -146,13 +143,11 @@ def call_text(name: str, args: Any, limit: int = CALL_MAX) -> str:
 
 
 def own_words(description: Any, name: str) -> str:
-    """The first line of what the agent says about a call, without the middleware's
-    default text (which says nothing the call does not)."""
+    """The first line of what the agent says about a call (not the middleware's default)."""
     if not isinstance(description, str):
         return ""
-    text = card_parts.without_call_tail(description, name)
-    first = text.splitlines()[0].strip() if text else ""
-    return "" if first == DEFAULT_PREFIX else first
+    text = card_parts.own_description(description, name)
+    return text.splitlines()[0].strip() if text else ""
 
 
 def call_question(name: str, args: Any, description: Any) -> str:

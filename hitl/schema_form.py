@@ -271,6 +271,9 @@ def value_from_post(schema: Any, data: Any, *, name: str) -> Any:
                 "integer": "enter a whole number", "number": "enter a number",
                 "json": "this is not valid JSON"}.get(kind, "this value is not valid")]
     if problems:
+        if schema.get("properties"):  # the other fields' problems too, all at once
+            for key, messages in plain_errors(root, value, name=name).items():
+                problems.setdefault(key, messages)
         raise FormProblems(problems)
     return value if schema.get("properties") else value.get("")
 

@@ -85,6 +85,23 @@
     }
   });
 
+  // Enter in an edit's field sends the edit, not the form's first button (which is
+  // "Approve" / "Approve all": the original call would run).
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || !e.target.matches || !e.target.matches("input")) return;
+    const part = e.target.closest("form[data-interrupt-id] [data-edit-for]");
+    if (!part) return;
+    e.preventDefault();
+    const form = part.closest("form");
+    const save = part.querySelector('button[value="edit"]');
+    if (save) { form.requestSubmit(save); return; }
+    const radio = Array.from(form.elements).find((el) => el.type === "radio"
+      && el.name === part.dataset.editFor && el.value === "edit");
+    if (radio) radio.checked = true;
+    const send = Array.from(form.querySelectorAll('button[type="submit"]')).find((b) => !b.name);
+    if (send) form.requestSubmit(send); else form.requestSubmit();
+  });
+
   document.addEventListener("submit", (e) => {
     const form = e.target;
     if (!form.matches || !form.matches("form[data-interrupt-id], #new-chat-form")) return;

@@ -8,6 +8,7 @@ instead of a tool that fails after the answer was consumed.
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import Any
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 
 from hitl.formats import recognise
 
+log = logging.getLogger(__name__)
 _found: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
@@ -47,7 +49,11 @@ def graph_tools(graph: Any) -> dict[str, dict[str, Any]]:
         for node in each.nodes.values():
             if isinstance(node.bound, ToolNode):
                 for name, tool in node.bound.tools_by_name.items():
-                    schema = args_schema(tool)
+                    try:
+                        schema = args_schema(tool)
+                    except Exception:  # noqa: BLE001 - e.g. a type JSON Schema cannot say
+                        log.warning("tool %s: no JSON Schema of its arguments", name)
+                        continue
                     if schema is not None:
                         schemas.setdefault(name, schema)
     with _lock:
@@ -62,6 +68,10 @@ def for_question(graph: Any, value: Any, response_schema: Any) -> dict[str, Any]
                       ).tools()
     if not names:
         return None
-    known = graph_tools(graph)
+    try:
+        known = graph_tools(graph)
+    except Exception:  # noqa: BLE001 - a graph we cannot read pauses all the same (no forms)
+        log.exception("tool argument schemas not read; edits will not be checked")
+        return None
     found = {name: known[name] for name in names if name in known}
     return found or None

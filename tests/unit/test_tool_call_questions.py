@@ -8,7 +8,6 @@ import copy
 
 from hitl.formats import recognise
 from hitl.formats.base import MESSAGE_MAX
-from hitl.formats.middleware import CALL_MAX
 
 DEFAULT = ("Tool execution requires approval\n\nTool: send_email\n"
            "Args: {'to': 'x@example.com', 'subject': 'Hi there'}")
@@ -42,7 +41,7 @@ def test_long_arguments_are_bounded():
                                             "tags": list(range(500))}, DEFAULT))
     text = fmt.message()
     assert text.startswith("Approve send_email(to=x@example.com, body=bbb")
-    assert "…" in text and len(text) <= len("Approve ") + CALL_MAX + 1
+    assert "…" in text and len(text) <= len("Approve ") + 120  # the call's bound
     huge = recognise(per_call("t" * 1000, {"a": 1}, "d" * 1000))
     assert len(huge.message()) <= MESSAGE_MAX
 

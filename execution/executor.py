@@ -21,7 +21,7 @@ from langgraph.types import Command
 from agentsite import timing
 from agui.events import json_state, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import calls, graphs, history, lifecycle, recovery
+from execution import calls, graphs, history, lifecycle, recovery, tool_schemas
 from execution.fencing import SegmentLost, segment_config
 from execution.lifecycle import PendingInterrupt, Segment
 from execution.stop import StopWatch
@@ -162,7 +162,9 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     state = state_without_messages(values)
     pending = [PendingInterrupt(interrupt_id=i.id, request=_as_json(i.value),
-                                response_schema=_as_json(i.response_schema))
+                                response_schema=_as_json(i.response_schema),
+                                args_schemas=tool_schemas.for_question(
+                                    graph, i.value, i.response_schema))
                for i in raised]
     if pending:
         ended = lifecycle.run_pause(

@@ -73,6 +73,8 @@ class PendingInterrupt:
     interrupt_id: str
     request: Any  # the value as raised (any JSON)
     response_schema: dict[str, Any] | None = None  # the Interrupt's, when it has one
+    # Argument schemas of the tools it names, by name (``execution.tool_schemas``).
+    args_schemas: dict[str, Any] | None = None
 
 
 def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
@@ -254,7 +256,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch; ``tokens``:
     the segment's usage, recorded with the pause so a paused run shows its totals)."""
-    requests = [(i.interrupt_id, i.request, i.response_schema) for i in interrupts_raised]
+    requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
+                for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
         run = _lock_running(segment, notify.QUESTION_FACTS)
         if run is None:

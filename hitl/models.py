@@ -33,6 +33,13 @@ class AgentInterrupt(models.Model):
     response_schema = VerbatimJSONField(
         null=True, blank=True,
         help_text="the Interrupt's response_schema (JSON Schema), when the graph gave one")
+    # A batched HITLRequest names its tools but carries no argument schema: the worker,
+    # which has the graph's tools, stores them here so that edits are checked (and edit
+    # forms built) before anything is committed.
+    args_schemas = models.JSONField(
+        null=True, blank=True,
+        help_text="JSON Schema of the arguments of each tool the question is about, by "
+                  "tool name, from the graph's tools (null: none known)")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING,
                               db_index=True)
     decision = models.JSONField(null=True, blank=True, help_text="the resume payload")

@@ -92,9 +92,33 @@ def schema_errors(schema: dict[str, Any], value: Any, root: str = "payload"
         return {root: [f"the interrupt's response schema cannot be used: {err}"]}
     fields: dict[str, list[str]] = {}
     for error in found:
-        key = ".".join(str(p) for p in error.path) or root
-        fields.setdefault(key, []).append(error.message)
+        path = [str(p) for p in error.path]
+        named = _names_at_fault(error)
+        for name in named or [None]:
+            key = ".".join(path + ([name] if name else [])) or root
+            fields.setdefault(key, []).append(
+                error.message if not name else
+                "required" if error.validator == "required" else "not an accepted field")
     return fields
+
+
+def _names_at_fault(error: Any) -> list[str]:
+    """The properties a "required" / "additionalProperties" error is about (jsonschema
+    reports them on the object): each gets its own field error."""
+    instance = error.instance if isinstance(error.instance, dict) else None
+    if instance is None:
+        return []
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        missing = [n for n in error.validator_value if isinstance(n, str) and n not in instance]
+        return [n for n in missing if repr(n) in error.message][:1] or missing[:1]
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        known = (error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {}
+        patterns = error.schema.get("patternProperties") if isinstance(error.schema,
+                                                                       dict) else None
+        if patterns:
+            return []
+        return [str(n) for n in instance if n not in known]
+    return []
 
 
 def refuse(what: str, fields: dict[str, list[str]]) -> InvalidAnswer:
@@ -112,9 +136,14 @@ class InterruptFormat:
     bulk_approve: ClassVar[bool] = False  # the admin's "approve selected" applies
     quorum: ClassVar[bool] = False  # answers can be approve / reject votes (``vote``)
 
-    def __init__(self, value: Any, response_schema: dict[str, Any] | None = None) -> None:
+    def __init__(self, value: Any, response_schema: dict[str, Any] | None = None,
+                 args_schemas: dict[str, Any] | None = None) -> None:
         self.value = value
         self.schema = response_schema if isinstance(response_schema, dict) else None
+        # The argument schema of each tool the value names, by tool name, as the worker
+        # found them on the graph's tools (``tools()``); {} when none is known.
+        self.args_schemas = {k: v for k, v in (args_schemas or {}).items()
+                             if isinstance(v, dict)} if isinstance(args_schemas, dict) else {}
 
     @classmethod
     def recognise(cls, value: Any, response_schema: dict[str, Any] | None) -> bool:
@@ -128,6 +157,11 @@ class InterruptFormat:
     def reason(self) -> str:
         """AG-UI ``Interrupt.reason``."""
         return "input_required"
+
+    def tools(self) -> list[str]:
+        """Tools whose argument schema the worker should store with the question (see
+        ``args_schemas``): those an answer may edit and the value does not describe."""
+        return []
 
     def tool_call_id(self) -> str | None:
         """The tool call this interrupt is about (AG-UI ``Interrupt.toolCallId``)."""

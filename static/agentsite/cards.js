@@ -1,7 +1,8 @@
 /*
  * Review cards (templates/hitl/cards/): behaviour any page that shows them can load.
  * - multiSelect: min/max enforced while choosing (the server checks them again);
- * - JSON editors (textarea[data-json-editor]) are checked on submit;
+ * - the fields of the answer are checked on submit (JSON editors parsed), and only those:
+ *   an edit that is not being sent does not block the answer;
  * - a card form is sent once: a second click while the first answer is on its way is
  *   dropped (htmx forms: hx-sync="this:drop"; plain forms: the flag below).
  * Works on cards added later (delegated listeners). No inline handlers: the CSP forbids them.
@@ -28,6 +29,7 @@
 
   function initAll(root) {
     for (const fs of root.querySelectorAll("fieldset[data-min], fieldset[data-max]")) limits(fs);
+    checkHere(root);
   }
 
   document.addEventListener("change", (e) => {
@@ -35,27 +37,80 @@
     if (fs) limits(fs);
   });
 
-  function jsonProblem(form, submitter) {
-    // Only the JSON editors that are part of this answer (an edit) are checked.
-    if (submitter && submitter.name === "decision" && submitter.value !== "edit") return null;
-    for (const area of form.querySelectorAll("textarea[data-json-editor]")) {
-      area.setCustomValidity("");
-      if (!area.value.trim() && !area.required) continue;
-      try { JSON.parse(area.value); } catch (err) {
-        area.setCustomValidity("Not valid JSON: " + err.message);
-        return area;
+  // A card's edit (its fields or JSON editor) is part of the answer only when its
+  // decision is "edit": the part carries data-edit-for="<decision input name>", and that
+  // decision is the clicked button's (per-call, review) or the row's checked radio
+  // (batched). The browser's own check would take every field of the form, even those of
+  // an edit nobody is sending, and block the answer on them (issue 35 item 9): card forms
+  // are checked here instead (noValidate), the fields that are sent and only those.
+  function editSent(part, form, submitter) {
+    const name = part.dataset.editFor;
+    if (submitter && submitter.name === "all") return false; // "Approve all"
+    if (submitter && submitter.name === name) return submitter.value === "edit";
+    const radio = Array.from(form.elements).find(
+      (el) => el.type === "radio" && el.name === name && el.checked);
+    return !!radio && radio.value === "edit";
+  }
+
+  function answerProblem(form, submitter) {
+    const skipped = Array.from(form.querySelectorAll("[data-edit-for]"))
+      .filter((part) => !editSent(part, form, submitter));
+    for (const el of form.elements) {
+      if (el.matches("textarea[data-json-editor]")) el.setCustomValidity("");
+      if (skipped.some((part) => part.contains(el))) continue;
+      if (el.matches("textarea[data-json-editor]") && (el.value.trim() || el.required)) {
+        try { JSON.parse(el.value); } catch (err) {
+          el.setCustomValidity("Not valid JSON: " + err.message);
+          return el;
+        }
       }
+      if (el.willValidate && !el.checkValidity()) return el;
     }
     return null;
   }
 
+  function checkHere(root) {
+    const forms = Array.from(root.querySelectorAll("form[data-interrupt-id]"));
+    if (root.matches && root.matches("form[data-interrupt-id]")) forms.push(root);
+    for (const form of forms) form.noValidate = true;
+  }
+
+  // Choosing "Edit" on a row opens its edit.
+  document.addEventListener("change", (e) => {
+    const el = e.target;
+    if (!el.matches || !el.matches('form[data-interrupt-id] input[type="radio"]')) return;
+    const form = el.closest("form");
+    for (const part of form.querySelectorAll("[data-edit-for]")) {
+      if (part.dataset.editFor === el.name && el.value === "edit" && "open" in part) part.open = true;
+    }
+  });
+
+  // Enter in an edit's field sends the edit, not the form's first button (which is
+  // "Approve" / "Approve all": the original call would run).
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || !e.target.matches || !e.target.matches("input")) return;
+    const part = e.target.closest("form[data-interrupt-id] [data-edit-for]");
+    if (!part) return;
+    e.preventDefault();
+    const form = part.closest("form");
+    const save = part.querySelector('button[value="edit"]');
+    if (save) { form.requestSubmit(save); return; }
+    const radio = Array.from(form.elements).find((el) => el.type === "radio"
+      && el.name === part.dataset.editFor && el.value === "edit");
+    if (radio) radio.checked = true;
+    const send = Array.from(form.querySelectorAll('button[type="submit"]')).find((b) => !b.name);
+    if (send) form.requestSubmit(send); else form.requestSubmit();
+  });
+
   document.addEventListener("submit", (e) => {
     const form = e.target;
     if (!form.matches || !form.matches("form[data-interrupt-id], #new-chat-form")) return;
-    const bad = jsonProblem(form, e.submitter);
+    const bad = answerProblem(form, e.submitter);
     if (bad) {
       e.preventDefault();
       e.stopImmediatePropagation();
+      const part = bad.closest("details");
+      if (part) part.open = true;
       bad.reportValidity();
       return;
     }

@@ -1,7 +1,8 @@
 """The approval queue: the AgentInterrupt changelist and its decide pages.
 
-Every write goes through ``hitl.decide.interrupt_decide(..., surface="admin")``, which
-locks, checks permission and status, validates and audits; this module only turns
+Every answer goes through ``execution.lifecycle.interrupts_answer(..., surface="admin")``
+(the decide page's card through ``hitl.card_answer``), which locks, checks permission and
+status, validates and audits; this module only turns
 forms into calls and errors into messages. Who sees what comes from ``hitl.selectors``:
 a reviewer (``hitl.decide_interrupt``) sees every run's interrupts, other staff their own.
 """
@@ -33,10 +34,11 @@ from django.utils.http import urlencode
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
 from agentsite.form_guard import check_items
-from execution.lifecycle import run_cancel
+from execution.lifecycle import interrupts_answer
 from hitl.assign import interrupt_assign
-from hitl.cards import article, card_context, decide_from_post
-from hitl.decide import interrupt_decide
+from hitl.card_answer import card_answer
+from hitl.cards import article, card_context
+from hitl.decide import Answer
 from hitl.formats import FORMATS, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
@@ -410,9 +412,9 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                 try:
                     # Each row is its own transaction inside the service: one refused row
                     # leaves the others decided, and none half done.
-                    interrupt_decide(actor=request.user, run_id=row.run_id,
-                                     interrupt_id=row.interrupt_id, payload=payload,
-                                     surface=SURFACE)
+                    interrupts_answer(actor=request.user, run_id=row.run_id,
+                                      surface=SURFACE, answers=[Answer(
+                                          interrupt_id=row.interrupt_id, payload=payload)])
                 except ServiceError as err:
                     skipped[skip_reason(err)] += 1
                 else:
@@ -471,14 +473,19 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest,
                 obj: AgentInterrupt) -> HttpResponse | tuple[dict[str, list[str]], Any]:
-        errors, _status, keep = decide_from_post(
-            actor=request.user, interrupt=obj, data=request.POST, surface=SURFACE,
-            cancel_run=lambda: run_cancel(actor=request.user, run_id=obj.run_id,
-                                          surface=SURFACE))
-        if errors is not None:
+        outcome = card_answer(actor=request.user, interrupt=obj, data=request.POST,
+                              surface=SURFACE)
+        if not outcome.recorded:
             # Shown once, on the card (focused, tied to its field): no second message.
-            return errors, request.POST if keep else None
-        self.message_user(request, f"Answered: {obj.message or obj.kind}", messages.SUCCESS)
+            return outcome.errors, request.POST if outcome.keep_values else None
+        question = obj.message or obj.kind
+        if outcome.run_cancelled:
+            self.message_user(request, f"Cancelled “{question}”, and with it the run.",
+                              messages.SUCCESS)
+        elif request.POST.get("_status") == "cancelled":
+            self.message_user(request, f"Cancelled: {question}", messages.SUCCESS)
+        else:
+            self.message_user(request, f"Answered: {question}", messages.SUCCESS)
         return HttpResponseRedirect(self._after_decision(request, obj))
 
     def _after_decision(self, request: HttpRequest, obj: AgentInterrupt) -> str:

@@ -36,7 +36,9 @@
   });
 
   function jsonProblem(form, submitter) {
-    // Only the JSON editors that are part of this answer (an edit) are checked.
+    // Only the JSON editors that are part of this answer (an edit) are checked; a cancel
+    // sends none of the fields.
+    if (submitter && submitter.name === "_status") return null;
     if (submitter && submitter.name === "decision" && submitter.value !== "edit") return null;
     for (const area of form.querySelectorAll("textarea[data-json-editor]")) {
       area.setCustomValidity("");

@@ -173,6 +173,11 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         answered_then_closed = (interrupt.status == AgentInterrupt.Status.CANCELLED
                                 and interrupt.decision is not None and decider is not None)
         card["not_applied"] = answered_then_closed
+        # Answered and given to a segment that failed (``execution.lifecycle.run_fail``
+        # keeps such an answer decided): the agent had it; a retry goes on from there.
+        run = interrupt.run if AgentInterrupt.run.is_cached(interrupt) else None
+        card["used_then_failed"] = (interrupt.status == AgentInterrupt.Status.DECIDED
+                                    and run is not None and run.status == "failed")
         if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
                 or answered_then_closed:
             card["summary"] = fmt.summary(interrupt.decision)

@@ -43,6 +43,7 @@ from hitl.formats import FORMATS, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
+from pages.markdown import render_inline
 from runs import registry
 from runs.models import Message
 
@@ -245,7 +246,8 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
         # Cut on a word boundary: the column is wide enough for two or three lines.
-        return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
+        text = text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
+        return render_inline(text)  # `code` and **bold** as the card's title shows them
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:

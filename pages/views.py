@@ -35,6 +35,7 @@ from pages.forms import input_fields, input_from_post
 from pages.live import read_runs
 from pages.markdown import render_markdown
 from pages.retrying import retry_banner
+from pages.tool_chips import chips
 from runs import registry
 from runs.models import AgentRun, Conversation, Message
 from runs.services import run_start
@@ -190,7 +191,7 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
             "run": run, "messages": items, "cards": cards,
             "pending": sum(1 for c in cards if c["pending"]),
             "answerable": sum(1 for c in cards if c["answerable"]),
-            "tools": state.tool_calls if state else [],
+            "tools": chips(state.tool_calls, interrupts[run.id]) if state else [],
             "step": state.step if state else "",
             "live": run.status in AgentRun.LIVE,
             "last_event_id": state.last_event_id if state else 0,

@@ -467,7 +467,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             "chat_url": _chat_url(obj),
             "conversation": list(Message.objects.filter(conversation_id=obj.run.conversation_id)
                                  .exclude(content="").order_by("created_at", "id")[:100]),
-            "edit_pair": _edit_pair(obj),
+            "edit_pairs": _edit_pairs(obj),
             "interrupt_api_url": f"/api/interrupts/{obj.pk}/",
             "queue_events_url": "/api/events/",
         }
@@ -578,15 +578,26 @@ def _chat_url(obj: AgentInterrupt) -> str | None:
         return None
 
 
-def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:
-    """For a review answered with an edit: the proposal and the edited version, as JSON."""
-    # A review answered "edit" (the only answer that carries an edited copy of its request).
+def _edit_pairs(obj: AgentInterrupt) -> list[dict[str, str]]:
+    """What an answer edited, each beside the original, as JSON: a review's proposal, or
+    each tool call that ran with edited arguments (the format's ``call_decisions``)."""
+    def pretty(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+    # A review answered "edit" (the only answer of ours that carries an edited copy).
     decision = obj.decision if isinstance(obj.decision, dict) else {}
     request = obj.request if isinstance(obj.request, dict) else {}
-    if decision.get("decision") != "edit" or "proposal" not in request:
-        return None
-    return (json.dumps(request.get("proposal"), indent=2, ensure_ascii=False),
-            json.dumps(decision.get("edited"), indent=2, ensure_ascii=False))
+    if decision.get("decision") == "edit" and "proposal" in request:
+        return [{"original_title": "Original proposal", "edited_title": "Edited version",
+                 "original": pretty(request.get("proposal")),
+                 "edited": pretty(decision.get("edited"))}]
+    if obj.decision is None:
+        return []
+    return [{"original_title": f"{call.name}: the arguments the agent asked for",
+             "edited_title": f"{call.name}: the arguments it ran with",
+             "original": pretty(call.args), "edited": pretty(call.ran_args)}
+            for call in obj.format.call_decisions(obj.decision)
+            if call.decision == "edit" and call.ran_args is not None]
 
 
 # The policy models' admin (standing approvals, webhooks, delivery log) lives beside this.

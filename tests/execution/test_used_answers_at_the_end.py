@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.test import Client
 
 from execution import lifecycle
 from hitl import lifecycle as hitl_lifecycle
@@ -16,6 +17,7 @@ from hitl.cards import card_context
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun, AuditLog
 from runs.services import run_start
+from tests.accounts import make_superuser
 from tests.helpers import answer, start_run, wait_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,6 +43,12 @@ def test_a_failed_segments_answer_stays_answered_and_says_so(api):
     html = _card_html(item)
     assert "Answered by" in html and "ended before the agent used" not in html
     assert "The run failed after the agent received this answer" in html
+    # The admin's timeline says so too.
+    admin = Client()
+    admin.force_login(make_superuser("boss"))
+    page = admin.get(f"/admin/runs/agentrun/{run['id']}/change/").content.decode()
+    row = page.split(f'data-interrupt-id="{item.interrupt_id}"')[1].split("</tr>")[0]
+    assert "input</a> · decided" in row and "cancelled" not in row
 
     # A retry goes on after it (the graph had taken it): it fails the same way again,
     # and the answer is still the one the agent used.

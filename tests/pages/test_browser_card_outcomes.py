@@ -156,3 +156,19 @@ def test_titles_render_inline_markdown_and_the_step_keeps_its_space(login_as, us
     answered = page.locator('.card[data-interrupt-id="md-title"]')
     expect(answered).to_have_attribute("data-status", re.compile("decided|applied"))
     expect(answered.locator(".card__summary")).to_have_text("canary")
+
+
+def test_a_failed_runs_answer_says_the_agent_received_it(login_as, shot):
+    page = login_as("owner", viewport=TALL)
+    start_chat(page, "faulty")
+    card = page.locator(f"{PENDING}.card--input")
+    card.locator("input[name=value]").fill("go")
+    card.locator("button[type=submit]").click()
+    expect(page.locator("#run-status")).to_contain_text("Failed")
+    page.reload()
+    answered = page.locator(".card--input")
+    expect(answered).to_contain_text("Answered by owner")
+    expect(answered).to_contain_text("The run failed after the agent received this answer")
+    expect(answered).not_to_contain_text("ended before the agent used")
+    expect(page.locator(".run__error")).to_contain_text("boom after 'go'")
+    shot(page, "card-failed-run-answer", element=page.locator(".run").last)

@@ -208,11 +208,21 @@ def interrupts_cancel_pending(*, run: AgentRun, actor: Any, surface: str = "") -
     return len(pending)
 
 
-def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "") -> int:
-    """Close the run's answers no segment will apply (the run is ending: cancelled or
-    failed) as cancelled, keeping the decision; return how many."""
+def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "",
+                             used: bool = False) -> int:
+    """Close the run's answers not yet applied (the run is ending); return how many.
+
+    ``used``: the run's segment was given them (the run was running or retrying): they
+    are applied, as a segment that ends applies its answers. Otherwise no segment will
+    apply them: cancelled, keeping the decision."""
     decided = list(AgentInterrupt.objects.select_for_update().filter(
         run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
+    if used:
+        audits: list[AuditLog] = []
+        interrupts_mark_applied(run=run, interrupt_ids=[i.interrupt_id for i in decided],
+                                now=timezone.now(), audits=audits)
+        audits_save(audits)
+        return len(decided)
     for item in decided:
         interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,
                              actor=actor, surface=surface)

@@ -64,6 +64,18 @@ class Subject(NamedTuple):
     args: Any = None
 
 
+class CallDecision(NamedTuple):
+    """What was decided for one tool call a question asked about: ``decision`` is
+    "approve", "edit", "reject" or "respond"; ``args`` the call's as the agent asked them,
+    ``ran_args`` the edited ones (an edit); ``tool_call_id`` when the question names it."""
+
+    name: str
+    args: Any
+    decision: str
+    ran_args: Any = None
+    tool_call_id: str | None = None
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -170,6 +182,12 @@ class InterruptFormat:
     def response_schema(self) -> dict[str, Any]:
         """JSON Schema of the answer (REST ``response_schema``, AG-UI ``responseSchema``)."""
         return self.schema or {}
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        """The tool calls this question gated and what ``answer`` decided for each (the
+        chat page's tool chips: a rejected call did not run, an edited one ran with
+        other arguments); [] for a question about no tool call."""
+        return []
 
     def summary(self, answer: Any) -> str:
         """One line saying what was answered (lists, the audit)."""

@@ -14,6 +14,7 @@ from hitl import card_parts, schema_form
 from hitl.formats.base import (
     CANCELS_RUN,
     MESSAGE_MAX,
+    CallDecision,
     CardFormError,
     InterruptFormat,
     Subject,
@@ -168,6 +169,15 @@ def _declined(allowed: list[str]) -> Any:
     return CANCELS_RUN
 
 
+def _call_decision(action: dict[str, Any], decision: Any,
+                   tool_call_id: str | None = None) -> CallDecision:
+    decision = decision if isinstance(decision, dict) else {}
+    edited = decision.get("edited_action")
+    return CallDecision(name=action["name"], args=action["args"],
+                        decision=str(decision.get("type") or ""), tool_call_id=tool_call_id,
+                        ran_args=edited.get("args") if isinstance(edited, dict) else None)
+
+
 def _decision_summary(decision: Any) -> str:
     if not isinstance(decision, dict):
         return short_json(decision)
@@ -301,6 +311,11 @@ class HitlRequest(InterruptFormat):
             return short_json(answer)
         return clip("; ".join(f"{a['name']}: {_decision_summary(d)}"
                               for a, d in zip(self.actions(), decisions, strict=False)), 200)
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        decisions = answer.get("decisions") if isinstance(answer, dict) else None
+        return [_call_decision(a, d) for a, d in zip(self.actions(), decisions or [],
+                                                     strict=False)]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         rows, aliases = [], {}
@@ -437,6 +452,9 @@ class ToolApproval(InterruptFormat):
 
     def summary(self, answer: Any) -> str:
         return clip(_decision_summary(answer), 200)
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        return [_call_decision(self.value, answer, self.tool_call_id())]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         row = card_parts.tool_row(

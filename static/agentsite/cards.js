@@ -4,7 +4,9 @@
  * - the fields of the answer are checked on submit (JSON editors parsed), and only those:
  *   an edit that is not being sent does not block the answer;
  * - a card form is sent once: a second click while the first answer is on its way is
- *   dropped (htmx forms: hx-sync="this:drop"; plain forms: the flag below).
+ *   dropped (htmx forms: hx-sync="this:drop"; plain forms: the flag below);
+ * - focus: to the field in error after a refused answer, to the next pending card after
+ *   one that was taken (focusNextPending, also used by chat.js's refresh).
  * Works on cards added later (delegated listeners). No inline handlers: the CSP forbids them.
  */
 (function () {
@@ -53,6 +55,8 @@
   }
 
   function answerProblem(form, submitter) {
+    // A cancel (the card's Cancel button) sends none of the fields.
+    if (submitter && submitter.name === "_status") return null;
     const skipped = Array.from(form.querySelectorAll("[data-edit-for]"))
       .filter((part) => !editSent(part, form, submitter));
     for (const el of form.elements) {
@@ -127,11 +131,32 @@
 
   // After a refused answer the card comes back with its errors: focus goes to the field
   // in error (the template marks it autofocus; htmx swaps do not focus it themselves).
-  function focusRefused(elt) {
+  // After an answer that was taken, the card is read-only and the focus (on its button)
+  // is gone: it moves to the next card still waiting for an answer.
+  function afterSwap(elt) {
     // With hx-swap="outerHTML" the event names the card that was replaced: find its successor.
     const card = elt && elt.id ? document.getElementById(elt.id) : null;
     const target = card && card.querySelector("[autofocus]");
-    if (target && document.activeElement !== target) target.focus();
+    if (target) {
+      if (document.activeElement !== target) target.focus();
+    } else if (card && card.matches(".card") && card.dataset.status !== "pending") {
+      focusNextPending(card);
+    }
+  }
+
+  // The focus was lost with ``from`` (a card just answered, here or by a refresh): give it
+  // to the first answerable pending card after it, else the last one before it.
+  function focusNextPending(from) {
+    const active = document.activeElement;
+    if (active && active !== document.body) return;
+    const open = Array.from(document.querySelectorAll(".card[data-status=pending]"))
+      .filter((c) => c !== from && c.querySelector("form"));
+    const next = open.find((c) => from.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING)
+      || open[open.length - 1];
+    if (next) {
+      next.focus();
+      next.scrollIntoView({ block: "nearest" });
+    }
   }
 
   // A modal card's dialog is shown inline (no JavaScript needed to answer it); while it is
@@ -166,7 +191,7 @@
     initAll(document);
   }
   document.addEventListener("htmx:load", (e) => { initAll(e.target); openModal(e.target); });
-  document.addEventListener("htmx:afterSettle", (e) => focusRefused(e.detail.elt || e.target));
+  document.addEventListener("htmx:afterSettle", (e) => afterSwap(e.detail.elt || e.target));
   document.addEventListener("DOMContentLoaded", () => openModal(document));
-  window.agentsiteCards = { init: (root) => { initAll(root); openModal(root); } };
+  window.agentsiteCards = { init: (root) => { initAll(root); openModal(root); }, focusNextPending };
 })();

@@ -82,7 +82,8 @@ class UsageInline(admin.TabularInline):
 
 
 # The run page's sections: what went wrong and the retries, then the tokens used.
-FAILURE_FIELDS = ["error", "error_detail", "retries", "retry_at", "retry_reason"]
+FAILURE_FIELDS = ["error", "error_detail", "retries", "retry_at", "retry_reason",
+                  "manual_retries"]
 USAGE_FIELDS = ["model_name", "input_tokens", "output_tokens", "total_tokens"]
 
 

@@ -242,8 +242,12 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     @admin.display(description="question")
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
-        # Cut on a word boundary: the column is wide enough for two or three lines.
-        return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
+        if len(text) <= 200:
+            return text
+        # Cut on a word boundary: the column is wide enough for two or three lines (a
+        # word longer than that wraps: admin_queue.css). The whole question is its title.
+        return format_html('<span title="{}">{}</span>', text[:2000],
+                           text[:200].rsplit(" ", 1)[0] + " …")
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:

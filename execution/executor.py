@@ -213,8 +213,7 @@ def _take_over(segment: Segment, mapper: EventMapper, lost: recovery.LostWork) -
     if lost.text.startswith(seen) and len(lost.text) > len(seen):
         events += mapper.on_message(AIMessage(content=lost.text[len(seen):]))
     elif not lost.text.startswith(seen):
-        events.append(recovery.restated(message_id=segment.assistant_message_id,
-                                        text=lost.text))
+        events += recovery.restated(message_id=segment.assistant_message_id, text=lost.text)
     mapper.text = lost.text
     return events
 

@@ -69,12 +69,13 @@ def test_one_status_and_no_repeated_text_across_a_retry(login_as, shot, users):
     # The next attempt restates the message, then streams it anew.
     AgentRun.objects.filter(pk=run.pk).update(status="running", retry_at=None,
                                               retry_reason="", **held)
-    send(run, [restated(message_id=message, text=""), text_start(message),
+    send(run, [*restated(message_id=message, text=""), text_start(message),
                text_content(message, WHOLE[:10]), text_content(message, WHOLE[10:]),
                text_end(message)])
     expect(text).to_have_text(WHOLE)
     expect_status(page, run, "Running")
     expect(page.locator("#retry-banner")).to_be_hidden()
+    expect(page.locator("#composer-reason")).to_contain_text("The agent is working (running)")
     shot(page, "retry-live-restated", full_page=False)
     # Loaded now, the server renders the same (from the stored events).
     fresh = login_as("owner")

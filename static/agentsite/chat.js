@@ -111,17 +111,35 @@
     }
   }
 
-  async function refreshComposer() {
-    try {
-      const box = byId("composer-box");
-      const fragment = await fetchHtml(base + "composer/");
-      const typed = byId("composer-input") && byId("composer-input").value;
-      box.replaceChildren(fragment);
-      const input = byId("composer-input");
-      if (input && typed && !input.value) input.value = typed;
-    } catch (err) {
-      console.warn("agentsite: composer refresh failed", err);
-    }
+  // One composer refresh at a time, as for runs: a request during one runs once more
+  // after it, so a slow answer never replaces a newer one (it said "waiting to retry"
+  // under a run already running again).
+  let composer = null;
+  function refreshComposer() {
+    if (composer) { composer.again = true; return composer.promise; }
+    const entry = composer = { again: false };
+    entry.promise = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await swapComposer();
+        } while (entry.again);
+      } catch (err) {
+        console.warn("agentsite: composer refresh failed", err);
+      } finally {
+        composer = null;
+      }
+    })();
+    return entry.promise;
+  }
+
+  async function swapComposer() {
+    const box = byId("composer-box");
+    const fragment = await fetchHtml(base + "composer/");
+    const typed = byId("composer-input") && byId("composer-input").value;
+    box.replaceChildren(fragment);
+    const input = byId("composer-input");
+    if (input && typed && !input.value) input.value = typed;
   }
 
   function assistantText(messageId) {

@@ -108,3 +108,46 @@ def test_reviewer_header_says_reviewing(login_as, shot, users):
     expect(page.get_by_text("Read-only")).to_have_count(0)
     expect(page.locator(f"#run-{run.id}").get_by_role("button", name="Retry")).to_be_visible()
     shot(page, "reviewer-header", full_page=False)
+
+
+def test_a_late_composer_answer_does_not_undo_a_newer_one(login_as, users):
+    """The composer is fetched again on every status change; an answer that arrives late
+    (the retry's wait, held here) must not replace the newer one (the next attempt)."""
+    held = {"lease_owner": "test", "lease_expires_at": timezone.now() + timedelta(hours=1)}
+    run = make_run(users["owner"], AgentRun.Status.RUNNING, **held)
+    page = login_as("owner")
+    page.goto(f"/c/{run.conversation_id}/")
+    expect_status(page, run, "Running")
+    late = []
+
+    def hold_first(route):
+        if late:
+            route.continue_()
+        else:
+            late.append((route, route.fetch()))  # answered now, delivered later
+
+    page.route("**/composer/", hold_first)
+    send(run, [run_started(thread_id=run.thread_id, run_id=str(run.id))])
+    AgentRun.objects.filter(pk=run.pk).update(
+        status="retrying", retries=1, retry_reason=RATE_LIMITED, lease_owner="",
+        retry_at=timezone.now() + timedelta(seconds=30))
+    run.refresh_from_db()
+    send(run, [retrying_event(run, 30)])
+    expect_status(page, run, "Retrying")
+    page.wait_for_timeout(300)  # the retry's composer request is held (a slow answer)
+    assert late
+    AgentRun.objects.filter(pk=run.pk).update(status="running", retry_at=None, **held)
+    send(run, [*restated(message_id=str(run.assistant_message_id), text=""),
+               text_start(str(run.assistant_message_id))])
+    expect_status(page, run, "Running")
+    page.wait_for_timeout(500)
+    route, response = late[0]
+    route.fulfill(response=response)  # the old answer ("waiting to retry") arrives last
+    page.wait_for_timeout(500)
+    expect(page.locator("#composer-reason")).to_contain_text("The agent is working (running)")
+    AgentRun.objects.filter(pk=run.pk).update(status="failed", error=PLAIN_ERROR,
+                                              finished_at=timezone.now())
+    send(run, [text_end(str(run.assistant_message_id)),
+               run_error(message=PLAIN_ERROR, code="provider_error")])
+    expect_status(page, run, "Failed")
+

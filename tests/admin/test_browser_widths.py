@@ -33,9 +33,12 @@ def overflow(page) -> int:
 
 
 def test_admin_run_page_fits_1300px(staff, paused_run, login_as, shot):
-    row = paused_run(staff["alice"], ["review", "approval"])[0]
+    row, other = paused_run(staff["alice"], ["review", "approval"])
     AgentInterrupt.objects.filter(pk=row.pk).update(
         request={**row.request, "message": UNBROKEN})
+    # An answered one whose decision holds a long unbroken value too.
+    AgentInterrupt.objects.filter(pk=other.pk).update(
+        status="decided", decision={"approved": False, "reason": UNBROKEN})
     run = AgentRun.objects.get(pk=row.run_id)
     for before, after in (("", "queued"), ("queued", "running"), ("running", "retrying"),
                           ("retrying", "running"), ("running", "paused")):

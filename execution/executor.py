@@ -221,10 +221,13 @@ def _take_over(segment: Segment, mapper: EventMapper, lost: recovery.LostWork) -
     events = list(reopened.events)
     seen = reopened.published_text
     # Published text that is not its start came from a step that runs again (it died
-    # mid-step): that step streams its text anew, and the end's MESSAGES_SNAPSHOT
-    # holds the message as stored.
+    # mid-step, or its model call was cut): that step streams its text anew, so
+    # listeners are first told the message as it stands (a MESSAGES_SNAPSHOT replaces
+    # the cut-off part instead of the repeat being appended to it).
     if lost.text.startswith(seen) and len(lost.text) > len(seen):
         events += mapper.on_message(AIMessage(content=lost.text[len(seen):]))
+    elif not lost.text.startswith(seen):
+        events += recovery.restated(message_id=segment.assistant_message_id, text=lost.text)
     mapper.text = lost.text
     return events
 

@@ -398,14 +398,20 @@ def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
                            "run instead", code="thread_moved_on")
         # The failure stays in the audit trail (its status row and this one's payload);
         # the run no longer shows it.
-        failed = {"error": run.error, "error_detail": run.error_detail}
+        failed = {"error": run.error, "error_detail": run.error_detail,
+                  "attempt": run.attempt,
+                  "failed_at": run.finished_at.isoformat() if run.finished_at else None}
         run.retry_at = timezone.now()
         run.retry_reason = "Retry requested"
         run.finished_at = None
         run.error = run.error_detail = ""
+        # Counted: should it fail again, every surface says so ("attempt 2").
+        run.manual_retries += 1
         run_transition(run=run, to=Status.RETRYING, actor=actor, surface=surface,
-                       payload={"code": "retry_requested", "failed": failed},
-                       fields=("retry_at", "retry_reason", "error", "error_detail"))
+                       payload={"code": "retry_requested", "failed": failed,
+                                "attempt": run.attempt},
+                       fields=("retry_at", "retry_reason", "error", "error_detail",
+                               "manual_retries"))
         _enqueue_retry_on_commit(run, 0)
     return run
 

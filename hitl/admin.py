@@ -247,9 +247,12 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     @admin.display(description="question")
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
-        # Cut on a word boundary: the column is wide enough for two or three lines.
-        text = text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
-        return render_inline(text)  # `code` and **bold** as the card's title shows them
+        if len(text) <= 200:
+            return render_inline(text)  # `code` and **bold** as the card's title shows them
+        # Cut on a word boundary: the column is wide enough for two or three lines (a
+        # word longer than that wraps: admin_queue.css). The whole question is its title.
+        return format_html('<span title="{}">{}</span>', text[:2000],
+                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"))
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:

@@ -108,13 +108,18 @@ class AgentRun(models.Model):
     # Ended, and its thread's checkpoint history seen to (execution.checkpoint_pruning).
     checkpoints_pruned = models.BooleanField(default=False)
     # What went wrong, technically (exception and provider answer), for the admin and a
-    # disclosure; ``error`` holds the plain words a person reads.
+    # disclosure; ``error`` holds the plain words a person reads. Only while ``retrying``
+    # or ``failed`` (``runs.services.run_transition`` clears it when the run moves on).
     error_detail = models.TextField(blank=True)
     # Automatic retries after transient provider failures, counted against the run's
-    # budget (MODEL_RUN_RETRIES); while ``retrying``, when the next attempt is due and why.
+    # budget (MODEL_RUN_RETRIES); while ``retrying``, when the next attempt is due and why
+    # (cleared when it leaves ``retrying``).
     retries = models.PositiveIntegerField(default=0)
     retry_at = models.DateTimeField(null=True, blank=True)
     retry_reason = models.CharField(max_length=200, blank=True)
+    # How many times a person retried the run after it failed (``run_retry``): its
+    # attempt is one more, so a failure that repeats reads "failed again (attempt 2)".
+    manual_retries = models.PositiveIntegerField(default=0)
     # Token usage of all the run's segments (``SegmentUsage`` holds each one's).
     model_name = models.CharField(max_length=200, blank=True)
     input_tokens = models.PositiveBigIntegerField(default=0)
@@ -145,6 +150,11 @@ class AgentRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def attempt(self) -> int:
+        """1 for the run as started, then one more for each retry a person asked for."""
+        return self.manual_retries + 1
 
 
 class SegmentUsage(models.Model):

@@ -87,7 +87,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    run.save(update_fields=["status", "finished_at", "updated_at", *fields])
+    run.save(update_fields=["status", "finished_at", "updated_at", *fields,
+                            *_stale_cleared(run)])
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
@@ -96,6 +97,20 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     if to in AgentRun.FINISHED and notify:
         # The hitl layer (above) tells the assignees or the requester, on commit.
         run_finished.send(sender=AgentRun, run=run)
+
+
+def _stale_cleared(run: AgentRun) -> list[str]:
+    """Clear what describes a state the run has left: the retry's time and reason belong
+    to ``retrying``, the technical detail of a failure to ``retrying`` and ``failed``
+    (the audit rows keep both). Returns the fields changed."""
+    cleared = []
+    if run.status != Status.RETRYING and (run.retry_at is not None or run.retry_reason):
+        run.retry_at, run.retry_reason = None, ""
+        cleared += ["retry_at", "retry_reason"]
+    if run.status not in (Status.RETRYING, Status.FAILED) and run.error_detail:
+        run.error_detail = ""
+        cleared.append("error_detail")
+    return cleared
 
 
 def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = ()) -> None:

@@ -3,6 +3,8 @@
  * follows the run's AG-UI events (through agentsiteEvents, static/agentsite/events.js)
  * from the event the server rendered up to, and the user's queue changes (/api/events/):
  *   TEXT_MESSAGE_CONTENT → append to the assistant message (an aria-live region)
+ *   MESSAGES_SNAPSHOT → the assistant message as it stands (a retried attempt's cut-off
+ *     text is replaced, not repeated)
  *   STEP_STARTED / STEP_FINISHED → the step in the status line
  *   TOOL_CALL_* → tool chips
  *   RUN_FINISHED / RUN_ERROR → fetch the run's server-rendered block (its cards, the
@@ -29,11 +31,19 @@
     cancelled: "Cancelled", expired: "Expired", retrying: "Retrying" };
   const RETRYING = "agentsite.retrying";
 
+  // The run's status, everywhere the page shows it: the header's pill and the run's own
+  // footer (one source, so they never disagree until a reload).
   function setStatus(status) {
     const pill = byId("run-status");
     if (!pill || !status) return;
     pill.className = "status status--" + status;
     pill.querySelector(".status__label").textContent = STATUS[status] || status;
+    const foot = byId("run-" + runId);
+    const own = foot && foot.querySelector(".run__foot [data-run-status]");
+    if (own) {
+      own.className = "status status--" + status;
+      own.textContent = STATUS[status] || status;
+    }
     chat.dataset.runStatus = status;
     if (status !== "running") setStep("");
   }
@@ -106,17 +116,35 @@
     if (successor && window.agentsiteCards) window.agentsiteCards.focusNextPending(successor);
   }
 
-  async function refreshComposer() {
-    try {
-      const box = byId("composer-box");
-      const fragment = await fetchHtml(base + "composer/");
-      const typed = byId("composer-input") && byId("composer-input").value;
-      box.replaceChildren(fragment);
-      const input = byId("composer-input");
-      if (input && typed && !input.value) input.value = typed;
-    } catch (err) {
-      console.warn("agentsite: composer refresh failed", err);
-    }
+  // One composer refresh at a time, as for runs: a request during one runs once more
+  // after it, so a slow answer never replaces a newer one (it said "waiting to retry"
+  // under a run already running again).
+  let composer = null;
+  function refreshComposer() {
+    if (composer) { composer.again = true; return composer.promise; }
+    const entry = composer = { again: false };
+    entry.promise = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await swapComposer();
+        } while (entry.again);
+      } catch (err) {
+        console.warn("agentsite: composer refresh failed", err);
+      } finally {
+        composer = null;
+      }
+    })();
+    return entry.promise;
+  }
+
+  async function swapComposer() {
+    const box = byId("composer-box");
+    const fragment = await fetchHtml(base + "composer/");
+    const typed = byId("composer-input") && byId("composer-input").value;
+    box.replaceChildren(fragment);
+    const input = byId("composer-input");
+    if (input && typed && !input.value) input.value = typed;
   }
 
   function assistantText(messageId) {
@@ -149,6 +177,27 @@
     }
     text.classList.remove("msg__text--empty");
     return text;
+  }
+
+  // MESSAGES_SNAPSHOT: the run's assistant message as it stands. A retried attempt
+  // sends one before streaming anew what a cut-off attempt had begun: the text shown is
+  // replaced, not appended to. (Rendered markdown of earlier segments stays: its
+  // data-length says how much of the message it holds, in code points.)
+  function restate(messages) {
+    const run = byId("run-" + runId);
+    for (const message of messages || []) {
+      if (message.role !== "assistant" || !run) continue;
+      const msg = run.querySelector('[data-message-id="' + CSS.escape(message.id) + '"]');
+      if (!msg) continue;
+      const content = message.content || "";
+      const prose = msg.querySelector(".msg__text.prose");
+      const rest = prose ? Array.from(content).slice(Number(prose.dataset.length) || 0).join("")
+        : content;
+      const shown = prose ? msg.querySelector(".msg__more") : msg.querySelector(".msg__text");
+      if ((shown ? shown.textContent : "") === rest) continue;
+      const text = shown || assistantText(message.id);
+      if (text) text.textContent = rest;
+    }
   }
 
   function chip(callId, name) {
@@ -241,6 +290,9 @@
         if (text) text.append(event.delta);
         break;
       }
+      case "MESSAGES_SNAPSHOT":
+        restate(event.messages);
+        break;
       case "STEP_STARTED":
         setStep(event.stepName);
         break;

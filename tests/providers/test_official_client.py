@@ -1,6 +1,7 @@
 """The official AG-UI client against a real provider client (tests/node/
 agui_provider.test.mjs): the CUSTOM retry notice inside an AG-UI run that then
-completes, and a cancel while the model call hangs."""
+completes, a stream cut mid-answer whose retry replaces (not repeats) the cut-off text, and
+a cancel while the model call hangs."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def test_official_client_sees_the_retry_and_the_end(plive, provider, users):
     [run] = AgentRun.objects.all()
     assert run.status == "completed" and run.retries == 1
     assert AuditLog.objects.filter(run=run, to_status="retrying").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_official_client_after_a_cut_stream_holds_the_answer_once(plive, provider, users):
+    provider.fault("cut", after_chunks=4)  # a few words, then the connection drops
+    _passed(_client(plive, users, "cut"))
+    [run] = AgentRun.objects.all()
+    assert run.status == "completed" and run.retries == 1
+    assert [r.answer for r in provider.requests()] == ["cut", "ok"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,7 +2,9 @@
 process and the edge forwarder, all supervised. A run started through Pushpin pauses, and
 its stream, held by Pushpin, gets every event, an event published later included (the
 forwarder pushing over ZeroMQ, GRIP_ZMQ_PUSH_URI, as the launcher sets it); a killed
-forwarder is started again; SIGTERM stops everything, Pushpin too."""
+forwarder is started again; a killed web server (uvicorn with two workers) takes its
+workers with it and is started again on its port, the held stream going on; SIGTERM
+stops everything, Pushpin too."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
     if not pushpin_installed():
         pytest.skip("pushpin is not installed (make test installs it)")
     port = free_port()
-    launcher, log = start_launcher(tmp_path, port, EDGE="pushpin", WEB_PROCESSES="1",
+    launcher, log = start_launcher(tmp_path, port, EDGE="pushpin", WEB_PROCESSES="2",
                                    GRIP_PUBLISH_PORT=str(free_port()),
                                    GRIP_PUSH_PORT=str(free_port()))
     stop = asyncio.Event()
@@ -79,11 +81,34 @@ def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
         delivered("an event after the forwarder's restart")
         assert stream.numbers == list(range(1, sent + 1))
 
+        # uvicorn's master killed: its workers go with it (else they keep the port, and
+        # every restart fails with "Address already in use"), and a new one serves.
+        web_pid = int(_wait_for(log, r"started web \(pid (\d+)\)")[0])
+        workers = children_of(web_pid)
+        assert len(workers) >= 2, workers  # (and uvicorn's multiprocessing helper)
+        os.kill(web_pid, signal.SIGKILL)
+        _wait_for(log, rf"web \(pid {web_pid}\) left \d+ processes behind", timeout=15)
+        assert not [pid for pid in workers if _alive(pid)]
+        new_web = int(_wait_for(log, r"started web \(pid (\d+)\)", count=2)[1])
+        _wait_for(log, rf"Started parent process \[{new_web}\]")
+        serving = time.monotonic() + 60
+        while True:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as anyone:
+                if anyone.get("/healthz").status_code == 200:
+                    break
+            assert time.monotonic() < serving, log.read_text()[-4000:]
+            time.sleep(0.3)
+        assert _alive(new_web) and "Address already in use" not in log.read_text()
+        sent += 1
+        publish(run, [CustomEvent(name="launcher-edge", value=sent)])
+        delivered("an event after the web server's restart")  # held by Pushpin throughout
+
         pushpin_children = children_of(pushpin_pid)
+        web_children = children_of(new_web)
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(timeout=60) == 0
-        assert not _alive(pushpin_pid)
-        assert not [pid for pid in pushpin_children if _alive(pid)]  # condure, zurl, ...
+        assert not _alive(pushpin_pid) and not _alive(new_web)
+        assert not [pid for pid in pushpin_children + web_children if _alive(pid)]
     finally:
         loop.call_soon_threadsafe(stop.set)
         if launcher.poll() is None:

@@ -20,7 +20,9 @@ dropped and logged.
 Nothing here must be perfect. The proxy checks each channel's ids: an event missing
 (lost while this process or its Redis connection was down, or dropped after the proxy
 refused it) makes it ask the web process for what followed its last id (the store has
-it; ``streams.grip``), and it asks every ``GRIP_RECHECK_SECONDS`` anyway. Two forwarders
+it; ``streams.grip``), and it asks every ``STREAM_RECHECK_SECONDS`` anyway. A queue
+change is not recovered by id: once its fan-out is back after a drop, the forwarder sends
+every held queue stream a ``stream-reset`` (the pages re-read the queue). Two forwarders
 on one proxy publish every event twice: the proxy drops an id it has seen.
 """
 
@@ -76,6 +78,22 @@ def close_items(body: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
         close = Item(HttpStreamFormat(close=True)).export()
         close["channel"] = f"{prefix}{access_channel(user_id)}"
         out.append(close)
+    return out
+
+
+def queue_reset_item(prefix: str = "") -> dict[str, Any]:
+    """A ``stream-reset`` for every held queue stream (``streams.keys.QUEUE_RESET_CHANNEL``):
+    what was published while the fan-out was away never reached the proxy, and a queue
+    change is not stored for it to recover (a run's events are, by id). The pages re-read
+    the queue (static/agentsite/events.js: ``onGap``)."""
+    from gripcontrol import HttpStreamFormat
+    from pubcontrol import Item
+
+    from streams.keys import QUEUE_RESET_CHANNEL
+
+    content = 'event: stream-reset\ndata: {"channels": []}\n\n'
+    out = Item(HttpStreamFormat(content)).export()
+    out["channel"] = f"{prefix}{QUEUE_RESET_CHANNEL}"
     return out
 
 
@@ -174,6 +192,9 @@ class Forwarder:
         from streams.keys import PUBSUB_CHANNEL
 
         publisher = self.publisher
+        # Held queue streams get a reset once subscribed: at a start too (this process may
+        # have been down while queue changes were published).
+        lost = True
         try:
             while True:
                 redis = aioredis.Redis(**self.redis_kwargs,
@@ -183,6 +204,8 @@ class Forwarder:
                     await pubsub.subscribe(PUBSUB_CHANNEL)
                     print(f"edge forwarder: subscribed; publishing {publisher.where}",
                           flush=True)
+                    if lost:
+                        lost = not await publisher.send([queue_reset_item(self.prefix)])
                     while True:
                         message = await pubsub.get_message(timeout=5.0)
                         if message is None:
@@ -211,6 +234,7 @@ class Forwarder:
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # noqa: BLE001 - Redis went away: subscribe again
+                    lost = True
                     log.warning("event fan-out lost; subscribing again", exc_info=True)
                     await asyncio.sleep(RECONNECT_WAIT)
                 finally:

@@ -192,20 +192,15 @@ class Forwarder:
         from streams.keys import PUBSUB_CHANNEL
 
         publisher = self.publisher
-        # Held queue streams get a reset once subscribed: at a start too (this process may
-        # have been down while queue changes were published).
-        lost = True
         try:
             while True:
                 redis = aioredis.Redis(**self.redis_kwargs,
                                        client_name=f"agentsite-edge-{os.getpid()}")
-                pubsub = redis.pubsub(ignore_subscribe_messages=True)
+                pubsub = redis.pubsub()
                 try:
                     await pubsub.subscribe(PUBSUB_CHANNEL)
                     print(f"edge forwarder: subscribed; publishing {publisher.where}",
                           flush=True)
-                    if lost:
-                        lost = not await publisher.send([queue_reset_item(self.prefix)])
                     while True:
                         message = await pubsub.get_message(timeout=5.0)
                         if message is None:
@@ -220,6 +215,10 @@ class Forwarder:
                             batch.append(more)
                         items = []
                         for m in batch:
+                            if m.get("type") == "subscribe":
+                                # (Re)subscribed, at a start too, and also when redis-py
+                                # reconnected by itself: queue changes may have been lost.
+                                items.append(queue_reset_item(self.prefix))
                             if m.get("type") != "message":
                                 continue
                             body = json.loads(m["data"])
@@ -234,7 +233,6 @@ class Forwarder:
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # noqa: BLE001 - Redis went away: subscribe again
-                    lost = True
                     log.warning("event fan-out lost; subscribing again", exc_info=True)
                     await asyncio.sleep(RECONNECT_WAIT)
                 finally:

@@ -5,7 +5,8 @@ that dies is restarted with exponential backoff (and logged); the embedded serve
 used, are watched and restarted on their port the same way.
 Each child is an ``agentsite.processes.Process``: in a session of its own, whose other
 members (uvicorn's workers, Pushpin's services) are killed as soon as it exits, so none
-outlives it and a restart gets its port back.
+outlives it and a restart gets its port back; and each gets SIGTERM when the supervisor
+exits, even by SIGKILL (and stops what it started in turn).
 Only Ctrl-C / SIGTERM stops everything.
 """
 
@@ -62,7 +63,10 @@ class Supervisor:
     stopping: bool = False
 
     def _start(self, child: Child) -> None:
-        child.process = Process(child.name, child.argv, {**self.env, **child.env}, None)
+        # In its own session (its leftovers killed when it exits), and gone with us: no
+        # child outlives the supervisor, even a supervisor killed with SIGKILL.
+        child.process = Process(child.name, child.argv, {**self.env, **child.env}, None,
+                                die_with_parent=True)
         child.process.spawn()
         child.started_at = time.monotonic()
         log.info("started %s (pid %s)", child.name, child.process.proc.pid)

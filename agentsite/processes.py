@@ -13,6 +13,8 @@ would go on holding the port.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import signal
 import socket
@@ -110,14 +112,35 @@ def end_session(sid: int, timeout: float = 10) -> list[int]:
     return killed
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@functools.cache
+def _prctl() -> Callable[..., int]:
+    return ctypes.CDLL(None, use_errno=True).prctl  # looked up before a fork, not after
+
+
+def _die_with(parent: int) -> None:
+    """In a new child, before it runs its program (Popen's ``preexec_fn``): SIGTERM it
+    when ``parent`` exits, however it exits (Linux: PR_SET_PDEATHSIG); if the parent is
+    gone already, end now."""
+    _prctl()(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class Process:
     """A child process of ours, in a session of its own, with its log (``log_dir``; None:
-    our own output), started and stopped on demand."""
+    our own output), started and stopped on demand. ``die_with_parent``: it gets SIGTERM
+    when the process that started it exits, even by SIGKILL (only for a starter without
+    threads, as ``make run``'s supervisor: a ``preexec_fn`` is not safe with threads)."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path | None,
-                 ready: Callable[[Process], bool] = lambda p: True) -> None:
+                 ready: Callable[[Process], bool] = lambda p: True, *,
+                 die_with_parent: bool = False) -> None:
         self.name, self.argv, self.env, self.ready = name, argv, env, ready
         self.log_dir = log_dir
+        self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
@@ -133,10 +156,14 @@ class Process:
         """Start it in a session of its own, without waiting until it is ready."""
         self.starts += 1
         handle = open(self.log_path, "w") if self.log_dir is not None else None
+        if self.die_with_parent:
+            _prctl()
         try:
-            self.proc = subprocess.Popen(self.argv, env=self.env, cwd=ROOT, stdout=handle,
-                                         stderr=subprocess.STDOUT if handle else None,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv, env=self.env, cwd=ROOT, stdout=handle,
+                stderr=subprocess.STDOUT if handle else None, start_new_session=True,
+                preexec_fn=functools.partial(_die_with, os.getpid())
+                if self.die_with_parent else None)
         finally:
             if handle is not None:
                 handle.close()  # the child has its own copy

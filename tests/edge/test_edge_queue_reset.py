@@ -2,7 +2,8 @@
 stream is down, on the direct path as behind Pushpin.
 
 A queue change published while Redis is down is lost (the store never had it). The queue
-stream (/api/events/) then sends a stream-reset and the admin queue re-reads its rows:
+stream (/api/events/) then sends a stream-reset; the admin queue re-reads its rows and
+the chat page its runs:
 directly (a web process whose fan-out connection dropped sends it once it is back) and
 held by Pushpin (the edge forwarder sends it on queue-reset once subscribed again). The
 outage is made here by a question created in the database only and every pub/sub
@@ -38,8 +39,8 @@ def test_the_queue_rereads_after_changes_were_lost(browser, edge, live, users,
                                                    shot):  # noqa: F811
     users["reviewer"].is_staff = True
     users["reviewer"].save(update_fields=["is_staff"])
+    run = make_run(users["owner"], AgentRun.Status.PAUSED)
     contexts, pages = [], {}
-    run = None
     try:
         for where, base in (("held", edge["base_url"]), ("direct", _direct(edge))):
             context, page = _login(browser, base, "reviewer")
@@ -47,21 +48,26 @@ def test_the_queue_rereads_after_changes_were_lost(browser, edge, live, users,
             page.goto(QUEUE)
             expect(page.locator("#queue-live")).to_have_attribute("data-live", "open")
             pages[where] = page
+        context, chat = _login(browser, _direct(edge), "owner")
+        contexts.append(context)
+        chat.goto(f"/c/{run.conversation_id}/")
+        expect(chat.locator("#chat")).to_have_attribute("data-live", "true")
 
         # Asked while Redis was down: in the database, never published.
-        run = make_run(users["owner"], AgentRun.Status.PAUSED)
+        asked = "Asked while Redis was down"
         question = AgentInterrupt.objects.create(
             run=run, interrupt_id="asked-in-the-outage", kind="input",
-            request={"type": "input", "message": "Asked while Redis was down"})
+            request={"type": "input", "message": asked})
         redis.Redis.from_url(settings.REDIS_URL).client_kill_filter(_type="pubsub")
 
         for where, page in pages.items():
             expect(page.locator(f"#result_list a[href*='{question.pk}']")).to_have_count(1)
             shot(page, f"edge-queue-reset-{where}", full_page=False)
+        expect(chat.locator(f"#cards-{run.id}")).to_contain_text(asked)
+        shot(chat, "edge-chat-queue-reset", full_page=False)
     finally:
-        if run is not None:
-            AgentInterrupt.objects.filter(run=run).update(status=AgentInterrupt.Status.CANCELLED)
-            AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.CANCELLED)
+        AgentInterrupt.objects.filter(run=run).update(status=AgentInterrupt.Status.CANCELLED)
+        AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.CANCELLED)
         for context in contexts:
             context.close()
 

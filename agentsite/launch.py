@@ -79,7 +79,11 @@ class Supervisor:
         pid, code = child.process.proc.pid, child.process.proc.poll()
         if code is None:
             return
-        killed = processes.end_session(pid)
+        try:
+            killed = processes.end_session(pid)
+        except RuntimeError:  # one stuck in the kernel: its restart may find the port taken
+            log.exception("%s (pid %s): what it left would not die", child.name, pid)
+            killed = []
         if killed:  # uvicorn's workers, Pushpin's services: they would hold the port
             log.warning("%s (pid %s) left %d processes behind; killed them: %s",
                         child.name, pid, len(killed), " ".join(map(str, killed)))

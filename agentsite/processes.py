@@ -97,6 +97,12 @@ def end_session(sid: int, timeout: float = 10) -> list[int]:
     id is its first process's, which the kernel does not hand out again while the
     session has a member."""
     killed: list[int] = []
+    if not Path("/proc").is_dir():  # not Linux: its process group is what can be found
+        try:
+            os.killpg(sid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return killed
     deadline = time.monotonic() + timeout
     while members := session_members(sid):
         for pid in members:
@@ -132,8 +138,9 @@ def _die_with(parent: int) -> None:
 class Process:
     """A child process of ours, in a session of its own, with its log (``log_dir``; None:
     our own output), started and stopped on demand. ``die_with_parent``: it gets SIGTERM
-    when the process that started it exits, even by SIGKILL (only for a starter without
-    threads, as ``make run``'s supervisor: a ``preexec_fn`` is not safe with threads)."""
+    when the process that started it exits, even by SIGKILL (Linux; only for a starter
+    without threads, as ``make run``'s supervisor: a ``preexec_fn`` is not safe with
+    threads)."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path | None,
                  ready: Callable[[Process], bool] = lambda p: True, *,
@@ -156,14 +163,15 @@ class Process:
         """Start it in a session of its own, without waiting until it is ready."""
         self.starts += 1
         handle = open(self.log_path, "w") if self.log_dir is not None else None
-        if self.die_with_parent:
+        dies_with_parent = self.die_with_parent and sys.platform == "linux"
+        if dies_with_parent:
             _prctl()
         try:
             self.proc = subprocess.Popen(
                 self.argv, env=self.env, cwd=ROOT, stdout=handle,
                 stderr=subprocess.STDOUT if handle else None, start_new_session=True,
                 preexec_fn=functools.partial(_die_with, os.getpid())
-                if self.die_with_parent else None)
+                if dies_with_parent else None)
         finally:
             if handle is not None:
                 handle.close()  # the child has its own copy

@@ -6,7 +6,10 @@
   "run_id", "owner_id"?}``) from now on: the user's own, or everyone's for a reviewer.
   Its ``stream-open`` has the id of "now" (``<channel>:<n>``, the channel's last id), so
   a client refused or cut off before its first event resumes from there, not from a
-  later "now" (which would skip what changed meanwhile).
+  later "now" (which would skip what changed meanwhile). A change published while Redis
+  was down is lost: once the stream's store is readable again after its fan-out dropped
+  (``streams.follow``: ``outages``) it sends ``event: stream-reset``, and the pages
+  re-read the queue.
 
 Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``
 (django-eventstream's wire format, which static/agentsite/events.js reads: a padding

@@ -13,7 +13,8 @@
  *   CUSTOM "agentsite.retrying" → the retry banner ("… Retrying in 20 s (attempt 2 of
  *     5)"), counting down; the next event of the run (its next attempt) hides it
  *   interrupts_changed → the same, for the run named (answered in another tab or by
- *     someone else), keeping any card that is still pending as it is (typed text stays).
+ *     someone else), keeping any card that is still pending as it is (typed text stays);
+ *     a queue stream-reset (changes lost in an outage) → every run on the page re-read.
  * While a stream waits to reopen (refused, or its server down) the server-rendered
  * #stream-notice says "Reconnecting…" (agentsiteEvents.notice); once it is back the
  * stream resumes from its last event and the notice goes.
@@ -350,6 +351,13 @@
   }
   window.agentsiteEvents.open(chat.dataset.queueUrl, {
     onState: live.track("queue"),
+    // Queue changes were lost (a Redis outage, the edge forwarder away): re-read the runs.
+    onGap() {
+      document.querySelectorAll("section.run[data-run-id]").forEach((run) => {
+        refreshRun(run.dataset.runId, {});
+      });
+      refreshComposer();
+    },
     onEvent(data) {
       if (data && data.type === "interrupts_changed" && byId("run-" + data.run_id)) {
         refreshRun(data.run_id, {});

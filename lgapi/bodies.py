@@ -70,8 +70,8 @@ class RunCreate(Body):
         elif self.multitask_strategy == "enqueue":
             why = "multitask_strategy 'enqueue' (a thread runs one run at a time: reject, " \
                   "interrupt or rollback)"
-        elif self.command is not None and (self.command.goto is not None
-                                           or self.command.update is not None):
+        elif self.command is not None and (self.command.goto not in (None, [])
+                                           or self.command.update not in (None, {}, [])):
             why = "command.goto / command.update (a run is resumed with command.resume)"
         if why:
             raise LgError(422, f"Not supported here: {why}.")

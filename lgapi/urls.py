@@ -35,8 +35,8 @@ urlpatterns = [
     path("runs/stream", views.runs_stream),
     path("runs/wait", views.runs_wait),
     # Out of scope (docs/langgraph-api.md): a 501 in the Platform's error shape.
-    re_path(r"^(crons|store)(/.*)?$", views.not_implemented),
-    re_path(r"^runs/(batch|crons|cancel)$", views.not_implemented),
+    re_path(r"^(?:crons|store)(?:/.*)?$", views.not_implemented),
+    re_path(r"^runs/(?:batch|crons|cancel)$", views.not_implemented),
     re_path(r"^threads/[^/]+/copy$", views.not_implemented),
     re_path(r"^threads/prune$", views.not_implemented),
     re_path(r"^.*$", views.not_found),

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import F, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from execution.lifecycle import run_cancel
 from lgapi import runs, shapes
@@ -328,11 +329,13 @@ def _refuse_write(request: HttpRequest, user: Any, **_: Any) -> HttpResponse:
                   "through this API.")
 
 
+@csrf_exempt  # answered the same to anyone, with or without a session
 def not_implemented(request: HttpRequest, **_: Any) -> HttpResponse:
     return ok({"detail": "Not implemented here: crons, the store, and writing assistants "
                "(see docs/langgraph-api.md)."}, status=501)
 
 
+@csrf_exempt
 def not_found(request: HttpRequest, **_: Any) -> HttpResponse:
     return ok({"detail": "Not Found"}, status=404)
 

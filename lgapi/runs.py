@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 
+from agentsite.errors import ServiceError
 from agentsite.limits import check_answer_size
 from agui.events import run_started
 from agui.relay import KEEPALIVE, RunEvents, Wire, check_truth, fetch_truth, relay_segment
@@ -63,7 +64,10 @@ def parse_uuid(value: str, what: str = "thread") -> uuid.UUID:
 def visible_thread(user: Any, thread_id: str) -> Conversation:
     """A thread the user may read (own, or any for a reviewer); 404 for everything else,
     someone else's included."""
-    found = visible_conversations(user).filter(pk=parse_uuid(thread_id)).first()
+    tid = parse_uuid(thread_id)
+    # The user's own first (no permission lookup); a reviewer's view only on a miss.
+    found = (Conversation.objects.filter(pk=tid, owner=user).first()
+             or visible_conversations(user).filter(pk=tid).first())
     if found is None:
         raise LgError(404, f"Thread with ID {thread_id} not found")
     return found
@@ -111,44 +115,57 @@ def _counter(run_id: Any) -> int:
     return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
-def start(user: Any, body: RunCreate, thread_id: str | None) -> Plan:
-    """Start a run (or resume the thread's paused one) as ``body`` says."""
+def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = False) -> Plan:
+    """Start a run (or resume the thread's paused one) as ``body`` says. ``waits``: the
+    client waits for the values (``runs.wait``): no stream mode unless it names some."""
     body.refused()
-    modes = body.modes()
+    modes = [] if waits and "stream_mode" not in body.model_fields_set else body.modes()
     agent = shapes.agent_for(body.assistant_id)
     if agent is None:
         raise LgError(404, f"Assistant {body.assistant_id} not found")
     resuming = body.command is not None and "resume" in body.command.model_fields_set
     if resuming and body.input is not None:
         raise LgError(422, "Send either input or command.resume, not both.")
-    conversation = None
     if thread_id is not None:
-        tid = parse_uuid(thread_id)
-        conversation = visible_conversations(user).filter(pk=tid).first()
-        if conversation is None and (resuming or body.if_not_exists != "create"):
-            raise LgError(404, f"Thread with ID {thread_id} not found")
+        parse_uuid(thread_id)
     if resuming:
-        return resume(user, conversation, body.command.resume, modes)
-    if conversation is not None and (busy := conversation.runs.filter(
-            status__in=AgentRun.ACTIVE).first()) is not None:
-        if body.multitask_strategy == "reject":
-            raise LgError(409, f"Thread is busy with run {busy.id} ({busy.status}); "
-                          "resume it with command.resume, cancel it, or use "
-                          "multitask_strategy 'interrupt'.")
-        run_cancel(actor=user, run_id=busy.id, surface=SURFACE)  # interrupt / rollback
+        if thread_id is None:
+            raise LgError(422, "command.resume needs a thread: the run it answers is there.")
+        return resume(user, thread_id, body.command.resume, modes)
     message, agent_input = split_input(body.input, body.context)
-    run = run_start(owner=user, agent=agent.name, input=agent_input, message=message,
-                    thread_id=thread_id, create_thread=thread_id is not None,
-                    surface=SURFACE, metadata=body.metadata, stream_modes=modes)
+
+    def started() -> AgentRun:
+        # run_start checks the thread (the owner's, or made here for if_not_exists=create;
+        # someone else's answers as a missing one) and that it is idle.
+        return run_start(owner=user, agent=agent.name, input=agent_input, message=message,
+                         thread_id=thread_id, create_thread=body.if_not_exists == "create",
+                         surface=SURFACE, metadata=body.metadata, stream_modes=modes)
+
+    try:
+        run = started()
+    except ServiceError as err:
+        if err.code == "unknown_thread":
+            raise LgError(404, f"Thread with ID {thread_id} not found") from None
+        if err.code != "thread_busy":
+            raise
+        if body.multitask_strategy == "reject":
+            raise LgError(409, f"Thread is busy: {err.detail}; resume it with command.resume, "
+                          "cancel it, or use multitask_strategy 'interrupt'.") from None
+        if not err.extra.get("run_id"):  # a concurrent start took the thread
+            raise LgError(409, f"Thread is busy: {err.detail}") from None
+        # interrupt / rollback: the run holding the thread is cancelled, then ours starts.
+        run_cancel(actor=user, run_id=err.extra["run_id"], surface=SURFACE)
+        run = started()
     return Plan(run=run, after=0, modes=modes)
 
 
-def resume(user: Any, conversation: Conversation, value: Any, modes: list[str]) -> Plan:
+def resume(user: Any, thread_id: str, value: Any, modes: list[str]) -> Plan:
     """``command.resume``: a single value answers the one pending interrupt; a map by
     interrupt id answers those. Through the decision service: validated per format,
     consumed once (a second answer finds nothing pending: 409)."""
-    run = conversation.runs.filter(status__in=AgentRun.ACTIVE).first()
+    run = AgentRun.objects.filter(thread_id=thread_id, status__in=AgentRun.ACTIVE).first()
     if run is None or not can_decide(user, run):
+        visible_thread(user, thread_id)  # 404 for a thread not theirs
         raise LgError(409, "The thread has no pending interrupt to resume.")
     pending = list(pending_interrupts(run).values_list("interrupt_id", flat=True))
     if not pending:
@@ -163,7 +180,8 @@ def resume(user: Any, conversation: Conversation, value: Any, modes: list[str]) 
                       "resume with a map {interrupt_id: value}.")
     for answer in answers:
         check_answer_size(answer.payload, f"command.resume.{answer.interrupt_id}")
-    run_stream_modes_add(run_id=run.id, modes=modes)
+    if not set(modes) <= set(run.stream_modes):
+        run_stream_modes_add(run_id=run.id, modes=modes)
     # Read before the decision commits: the resumed segment's events come after it.
     after = _counter(run.id)
     run = interrupts_answer(actor=user, run_id=run.id, answers=answers, surface=SURFACE)

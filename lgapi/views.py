@@ -236,8 +236,7 @@ def _sse(plan: runs.Plan, headers: dict[str, str]) -> HttpResponse:
 
 def _runs_create(request: HttpRequest, user: Any, thread_id: str | None = None) -> HttpResponse:
     plan = runs.start(user, body(request, RunCreate), thread_id)
-    run = AgentRun.objects.get(pk=plan.run.pk)
-    return ok(shapes.run_json(run), headers={"Content-Location": _location(plan)[
+    return ok(shapes.run_json(plan.run), headers={"Content-Location": _location(plan)[
         "Content-Location"]})
 
 
@@ -292,7 +291,7 @@ def runs_stream(request: HttpRequest, user: Any, thread_id: str | None = None) -
 
 @streaming
 def runs_wait(request: HttpRequest, user: Any, thread_id: str | None = None) -> Any:
-    plan = runs.start(user, body(request, RunCreate), thread_id)
+    plan = runs.start(user, body(request, RunCreate), thread_id, waits=True)
     return _Waiting(plan, _location(plan) if thread_id else {})
 
 

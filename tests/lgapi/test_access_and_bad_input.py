@@ -122,7 +122,8 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("POST", runs, {}, 422),
         ("POST", runs, {"assistant_id": "nobody"}, 404),
         ("POST", runs, {"assistant_id": "dev", "input": "x"}, 422),
-        ("POST", runs, {"assistant_id": "dev", "input": {"topic": ""}}, 409),  # busy
+        ("POST", runs, {"assistant_id": "dev", "input": {"topic": ""}}, 422),
+        ("POST", runs, {"assistant_id": "dev", "input": {"topic": "ok"}}, 409),  # busy
         ("POST", runs, {"assistant_id": "dev", "stream_mode": "bogus"}, 422),
         ("POST", runs, {"assistant_id": "dev", "command": {"goto": "x"}}, 422),
         ("POST", runs, {"assistant_id": "dev", "checkpoint_id": "x"}, 422),

@@ -10,6 +10,7 @@ its status is the run's row, its values are the checkpointer's.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -48,6 +49,8 @@ class Plan:
     after: int  # the first segment whose RUN_STARTED comes after this event id; -1: live
     modes: list[str] = field(default_factory=list)
     live: bool = True
+    # ``on_disconnect="cancel"``: who cancels the run if the client goes before its end.
+    cancel_by: Any = None
 
     @property
     def run_id(self) -> str:
@@ -156,7 +159,8 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
         # interrupt / rollback: the run holding the thread is cancelled, then ours starts.
         run_cancel(actor=user, run_id=err.extra["run_id"], surface=SURFACE)
         run = started()
-    return Plan(run=run, after=0, modes=modes)
+    return Plan(run=run, after=0, modes=modes,
+                cancel_by=user if body.on_disconnect == "cancel" else None)
 
 
 def resume(user: Any, thread_id: str, value: Any, modes: list[str]) -> Plan:
@@ -270,6 +274,30 @@ async def stream(plan: Plan) -> AsyncIterator[str]:
     tuples, whole = "messages-tuple" in wanted, "messages" in wanted
     messages = _Messages()
     ids = {"thread_id": plan.run.thread_id, "run_id": plan.run_id}
+    ended = False
+    try:
+        async for text in _parts(plan, ids, wanted, tuples, whole, messages):
+            yield text
+        ended = True
+    finally:
+        if not ended and plan.cancel_by is not None:
+            # The client went first and asked for the run to go with it. Not awaited: the
+            # answer's task is being cancelled; the cancel is the same service as anywhere.
+            asyncio.get_running_loop().run_in_executor(
+                None, _cancel_quietly, plan.cancel_by, plan.run_id)
+
+
+def _cancel_quietly(user: Any, run_id: str) -> None:
+    try:
+        run_cancel(actor=user, run_id=run_id, surface=SURFACE)
+    except ServiceError:  # ended or cancelled meanwhile: nothing to do
+        pass
+    finally:
+        release_db_connections()
+
+
+async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool,
+                 whole: bool, messages: _Messages) -> AsyncIterator[str]:
     async with RunEvents(plan.run_id) as events:
         tracked = _Tracked(events)
         after = plan.after if plan.after >= 0 else await _live_start(events)

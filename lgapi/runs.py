@@ -134,7 +134,7 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
     if resuming:
         if thread_id is None:
             raise LgError(422, "command.resume needs a thread: the run it answers is there.")
-        return resume(user, thread_id, body.command.resume, modes)
+        return resume(user, thread_id, body.command.resume, modes, agent.name)
     message, agent_input = split_input(body.input, body.context)
 
     def started() -> AgentRun:
@@ -163,7 +163,7 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
                 cancel_by=user if body.on_disconnect == "cancel" else None)
 
 
-def resume(user: Any, thread_id: str, value: Any, modes: list[str]) -> Plan:
+def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) -> Plan:
     """``command.resume``: a single value answers the one pending interrupt; a map by
     interrupt id answers those. Through the decision service: validated per format,
     consumed once (a second answer finds nothing pending: 409)."""
@@ -171,6 +171,8 @@ def resume(user: Any, thread_id: str, value: Any, modes: list[str]) -> Plan:
     if run is None or not can_decide(user, run):
         visible_thread(user, thread_id)  # 404 for a thread not theirs
         raise LgError(409, "The thread has no pending interrupt to resume.")
+    if run.agent != agent:
+        raise LgError(409, f"The thread's run is of assistant {run.agent!r}, not {agent!r}.")
     pending = list(pending_interrupts(run).values_list("interrupt_id", flat=True))
     if not pending:
         raise LgError(409, f"Run {run.id} has no pending interrupt ({run.status}); it was "
@@ -198,8 +200,11 @@ def join_plan(run: AgentRun, modes: list[str], last_event_id: str | None) -> Pla
     after = -1
     if last_event_id and last_event_id.strip().isdigit():
         after = int(last_event_id)
+    live = run.status in AgentRun.LIVE
+    if not live and after >= 0:
+        live = after < _counter(run.id)  # events the client has not had yet
     return Plan(run=run, after=after, modes=modes or list(run.stream_modes) or ["values"],
-                live=run.status in AgentRun.LIVE or after >= 0)
+                live=live)
 
 
 # --- The stream ---------------------------------------------------------------------

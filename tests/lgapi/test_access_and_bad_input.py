@@ -137,6 +137,8 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("POST", runs + "/stream", {"assistant_id": "dev",
                                     "command": {"resume": {"value": 7}}}, 422),
         ("POST", runs + "/stream", {"assistant_id": "dev", "command": {"resume": deep}}, 422),
+        ("POST", runs + "/wait", {"assistant_id": "showcase",
+                                  "command": {"resume": {"value": "a"}}}, 409),
         ("POST", runs + "/wait", {"assistant_id": "dev", "input": {"topic": "a\u0000b"}},
          422),
         ("POST", "/runs/wait", {"assistant_id": "dev", "input": {"unknown": 1}}, 422),

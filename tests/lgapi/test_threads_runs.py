@@ -86,3 +86,15 @@ def test_messages_mode_streams_partial_then_complete(lg):
     answer = final["result"]["answer"]
     partials = [p.data[0] for p in parts if p.event == "messages/partial"]
     assert any(m["content"] == answer for m in partials)
+
+
+def test_debug_tasks_and_checkpoints_modes(lg):
+    client = lg("owner")
+    tid = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(tid, "dev", input={"topic": "modes"},
+                                    stream_mode=["debug", "tasks", "checkpoints"]))
+    events = {p.event for p in parts}
+    assert {"metadata", "debug", "tasks", "checkpoints"} <= events, events
+    tasks = [p.data for p in parts if p.event == "tasks"]
+    assert all("id" in t and "name" in t for t in tasks)
+    assert any(p.data.get("type") == "checkpoint" for p in parts if p.event == "debug")

@@ -125,9 +125,13 @@ def _answer(func: Callable[..., HttpResponse], request: HttpRequest, *args: Any,
     except ServiceError as err:
         return LgError.of(err).response()
     except UNAVAILABLE as exc:
-        response = JsonResponse({"detail": unavailable_body(exc)["detail"]}, status=503)
-        response["Retry-After"] = "2"
-        return response
+        return _unavailable(exc)
+
+
+def _unavailable(exc: Exception) -> JsonResponse:
+    response = JsonResponse({"detail": unavailable_body(exc)["detail"]}, status=503)
+    response["Retry-After"] = "2"
+    return response
 
 
 def endpoint(**methods: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -171,5 +175,7 @@ def streaming(func: Callable[..., Any]) -> Callable[..., Any]:
             return err.response()
         except ServiceError as err:
             return LgError.of(err).response()
+        except UNAVAILABLE as exc:
+            return _unavailable(exc)
 
     return view

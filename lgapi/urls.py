@@ -19,6 +19,7 @@ urlpatterns = [
     path("threads", views.threads),
     path("threads/search", views.threads_search),
     path("threads/count", views.threads_count),
+    path("threads/prune", views.not_implemented),  # before threads/<id>, which it would match
     path("threads/<str:thread_id>", views.thread),
     path("threads/<str:thread_id>/state", views.thread_state_view),
     path("threads/<str:thread_id>/state/checkpoint", views.thread_state_checkpoint_post),
@@ -38,6 +39,5 @@ urlpatterns = [
     re_path(r"^(?:crons|store)(?:/.*)?$", views.not_implemented),
     re_path(r"^runs/(?:batch|crons|cancel)$", views.not_implemented),
     re_path(r"^threads/[^/]+/copy$", views.not_implemented),
-    re_path(r"^threads/prune$", views.not_implemented),
     re_path(r"^.*$", views.not_found),
 ]

@@ -155,6 +155,7 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("POST", "/assistants", {"graph_id": "dev"}, 501),
         ("PATCH", "/assistants/dev", {"metadata": {}}, 501),
         ("POST", "/crons/search", {}, 501),
+        ("POST", "/threads/prune", {"thread_ids": [tid]}, 501),
         ("PUT", "/store/items", {"namespace": ["a"], "key": "k", "value": {}}, 501),
         ("POST", "/threads/search/extra", {}, 404),
         ("GET", "/nothing/here", None, 404),

@@ -1,8 +1,11 @@
-"""The other shipped agents through langgraph-sdk: `showcase` (every one of our kinds,
-a bad answer of each refused with nothing consumed) and `approvals` (two interrupts
-pending at once: a single value is refused, a map by interrupt id answers both)."""
+"""The other shipped agents through langgraph-sdk: `tasklist` (async client), `stock`,
+`showcase` (every one of our kinds, a bad answer of each refused with nothing consumed)
+and `approvals` (two interrupts pending at once: a single value is refused, a map by
+interrupt id answers both)."""
 
 from __future__ import annotations
+
+import asyncio
 
 import httpx
 import pytest
@@ -48,3 +51,30 @@ def test_approvals_two_at_once(lg):
     out = client.runs.wait(tid, "approvals", command={"resume": {
         i["id"]: {"approved": True} for i in asked}})
     assert "__interrupt__" not in out and out["outcome"] == "completed"
+
+
+def test_tasklist_strategy_review(lg_async):
+    async def flow() -> dict:
+        client = lg_async("owner")
+        tid = (await client.threads.create())["thread_id"]
+        out = await client.runs.wait(tid, "tasklist", input={"messages": [
+            {"role": "user", "content": "/tasklist @docs://versions/v1.0.md"}]})
+        (review,) = out["__interrupt__"]
+        assert review["value"]["type"] == "review"
+        assert review["value"]["allowed"] == ["approve", "edit", "reject", "respond"]
+        return await client.runs.wait(tid, "tasklist",
+                                      command={"resume": {"decision": "approve"}})
+
+    out = asyncio.run(flow())
+    assert out["outcome"] == "completed"
+    assert [t["days"] for t in out["result"]["tasks"]] == [3, 1, 2]
+
+
+def test_stock_asks_then_answers(lg):
+    client = lg("owner")
+    tid = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(tid, "stock", input={}, stream_mode="updates"))
+    (question,) = [p.data["__interrupt__"] for p in parts if "__interrupt__" in p.data][-1]
+    assert question["value"]["message"] == "Which company or stock code do you mean?"
+    out = client.runs.wait(tid, "stock", command={"resume": {"value": "catl"}})
+    assert out["result"]["stock"]["ts_code"] == "300750.SZ"

@@ -126,3 +126,23 @@ def test_agent_inbox_sequence(lg):
     assert out["result"] == {"received": edit[0]}
     assert client.threads.search(status="interrupted", metadata={"inbox": "yes"}) == []
     assert client.threads.count(status="idle", metadata={"inbox": "yes"}) == 1
+
+
+def test_per_call_middleware_two_interrupts_by_id(lg):
+    client = lg("owner")
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "adopter_per_call", input={"messages": [
+        {"role": "user", "content": "email, delete"}]})
+    found = {i["value"]["name"]: i for i in out["__interrupt__"]}
+    assert set(found) == {"send_email", "delete_file"}
+    assert found["delete_file"]["response_schema"]
+    email, delete = found["send_email"]["id"], found["delete_file"]["id"]
+    # delete_file may only be approved or rejected: the whole answer is refused.
+    with pytest.raises(REFUSED) as bad:
+        client.runs.wait(tid, "adopter_per_call", command={"resume": {
+            email: {"type": "approve"}, delete: {"type": "respond", "message": "no"}}})
+    assert bad.value.response.status_code == 422 and _tools(tid) == []
+    out = client.runs.wait(tid, "adopter_per_call", command={"resume": {
+        email: {"type": "approve"}, delete: {"type": "reject", "message": "keep it"}}})
+    assert "__interrupt__" not in out
+    assert _tools(tid) == ["send_email"]

@@ -28,6 +28,8 @@ urlpatterns = [
     path("threads/<str:thread_id>/runs", views.thread_runs),
     path("threads/<str:thread_id>/runs/stream", views.runs_stream),
     path("threads/<str:thread_id>/runs/wait", views.runs_wait),
+    path("threads/<str:thread_id>/runs/crons", views.not_implemented),
+    path("threads/<str:thread_id>/stream", views.not_implemented),
     path("threads/<str:thread_id>/runs/<str:run_id>", views.run),
     path("threads/<str:thread_id>/runs/<str:run_id>/cancel", views.run_cancel_view),
     path("threads/<str:thread_id>/runs/<str:run_id>/join", views.run_join),

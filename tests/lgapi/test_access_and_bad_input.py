@@ -156,6 +156,8 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("PATCH", "/assistants/dev", {"metadata": {}}, 501),
         ("POST", "/crons/search", {}, 501),
         ("POST", "/threads/prune", {"thread_ids": [tid]}, 501),
+        ("POST", f"{runs}/crons", {"assistant_id": "dev", "schedule": "* * * * *"}, 501),
+        ("GET", f"/threads/{tid}/stream", None, 501),
         ("PUT", "/store/items", {"namespace": ["a"], "key": "k", "value": {}}, 501),
         ("POST", "/threads/search/extra", {}, 404),
         ("GET", "/nothing/here", None, 404),

@@ -83,11 +83,15 @@ def _assistant_graph(request: HttpRequest, user: Any, assistant_id: str) -> Http
 def _assistant_schemas(request: HttpRequest, user: Any, assistant_id: str) -> HttpResponse:
     agent = _assistant(assistant_id)
     context = agent.input_schema()
-    message = {"type": "object", "properties": {"messages": {
-        "type": "array", "items": {"type": "object"},
-        "description": "the last human message is the run's message"}}}
-    return ok({"graph_id": agent.name,
-               "input_schema": {**message, "title": f"{agent.name} input"},
+    # What a run's ``input`` takes: ``messages`` (its last human message is the run's
+    # message) beside the agent's own input fields (lgapi.runs.split_input).
+    messages = {"type": "array", "items": {"type": "object"},
+                "description": "the last human message is the run's message"}
+    given = {**context, "properties": {"messages": messages,
+                                       **context.get("properties", {})},
+             "title": f"{agent.name} input"}
+    given.pop("additionalProperties", None)  # messages is one more key
+    return ok({"graph_id": agent.name, "input_schema": given,
                "output_schema": None, "state_schema": None, "config_schema": None,
                "context_schema": context})
 

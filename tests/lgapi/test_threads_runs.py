@@ -21,6 +21,7 @@ def test_assistants_and_info(lg):
     assert client.assistants.get(by_name["assistant_id"]) == by_name
     schemas = client.assistants.get_schemas("dev")
     assert schemas["context_schema"]["properties"]["topic"]["type"] == "string"
+    assert set(schemas["input_schema"]["properties"]) == {"messages", "topic"}
     assert client.assistants.get_graph("dev")["nodes"]
     assert client.assistants.get_subgraphs("dev") == {}
     assert client.assistants.count() >= 6

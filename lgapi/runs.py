@@ -87,8 +87,9 @@ def visible_run(user: Any, thread_id: str, run_id: str) -> AgentRun:
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    if isinstance(content, list):  # content blocks: their text parts
+        return "".join(p["text"] for p in content
+                       if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
 
 

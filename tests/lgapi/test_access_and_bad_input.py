@@ -142,6 +142,9 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("POST", runs + "/wait", {"assistant_id": "dev", "input": {"topic": "a\u0000b"}},
          422),
         ("POST", "/runs/wait", {"assistant_id": "dev", "input": {"unknown": 1}}, 422),
+        ("POST", "/runs/wait", {"assistant_id": "dev", "input": {"messages": [
+            {"role": "user", "content": [{"type": "text", "text": 5}, 7]}], "x": 1}}, 422),
+        ("POST", "/runs/wait", {"assistant_id": "dev", "input": {"messages": 5}}, 422),
         ("POST", "/runs/stream", {"assistant_id": "nobody"}, 404),
         ("GET", f"{runs}?limit=x", None, 422),
         ("GET", f"{runs}/not-a-uuid", None, 422),

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db.models import QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import OuterRef, QuerySet
 
 from agentsite.errors import ServiceError
 from agentsite.limits import check_answer_size
@@ -27,7 +28,8 @@ from agui.relay import KEEPALIVE, RunEvents, Wire, check_truth, fetch_truth, rel
 from execution.lifecycle import interrupts_answer, run_cancel
 from execution.stream_modes import SOURCE
 from hitl.decide import Answer
-from hitl.selectors import can_decide, pending_interrupts, visible_conversations
+from hitl.models import AgentInterrupt
+from hitl.selectors import can_decide, visible_conversations
 from lgapi import shapes
 from lgapi.bodies import RunCreate
 from lgapi.http import LgError
@@ -51,6 +53,9 @@ class Plan:
     live: bool = True
     # ``on_disconnect="cancel"``: who cancels the run if the client goes before its end.
     cancel_by: Any = None
+    # How the streamed segment ended, as its closing event said: "interrupt", "success",
+    # "cancelled" (RUN_FINISHED's outcome) or "error" (RUN_ERROR); None before.
+    ended: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -168,13 +173,17 @@ def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) 
     """``command.resume``: a single value answers the one pending interrupt; a map by
     interrupt id answers those. Through the decision service: validated per format,
     consumed once (a second answer finds nothing pending: 409)."""
-    run = AgentRun.objects.filter(thread_id=thread_id, status__in=AgentRun.ACTIVE).first()
+    # The thread's unfinished run with its open questions' ids, in one query.
+    run = (AgentRun.objects.filter(thread_id=thread_id, status__in=AgentRun.ACTIVE)
+           .annotate(pending_ids=ArraySubquery(AgentInterrupt.objects.filter(
+               run=OuterRef("pk"), status=AgentInterrupt.Status.PENDING)
+               .order_by("created_at", "id").values("interrupt_id"))).first())
     if run is None or not can_decide(user, run):
         visible_thread(user, thread_id)  # 404 for a thread not theirs
         raise LgError(409, "The thread has no pending interrupt to resume.")
     if run.agent != agent:
         raise LgError(409, f"The thread's run is of assistant {run.agent!r}, not {agent!r}.")
-    pending = list(pending_interrupts(run).values_list("interrupt_id", flat=True))
+    pending = list(run.pending_ids)
     if not pending:
         raise LgError(409, f"Run {run.id} has no pending interrupt ({run.status}); it was "
                       "answered already.")
@@ -315,7 +324,12 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
                 continue
             if not isinstance(item, Wire):
                 continue
+            if item.type == "RUN_FINISHED":
+                plan.ended = (json.loads(item.data).get("outcome") or {}).get(
+                    "type") or "success"
+                continue
             if item.type == "RUN_ERROR":
+                plan.ended = "error"
                 error = json.loads(item.data)
                 yield frame("error", {"error": error.get("code") or "error",
                                       "message": error.get("message") or "the run failed"})
@@ -355,11 +369,19 @@ def _released(func: Any) -> Any:
     return sync_to_async(run, thread_sensitive=False)
 
 
-def outcome(run_id: str) -> dict[str, Any]:
+def outcome(plan: Plan) -> dict[str, Any]:
     """What ``runs.wait`` / ``join`` answer once the segment ended: the thread's values
     from the checkpointer, with ``__interrupt__`` when the run waits for answers, or
-    ``__error__`` for a failed run."""
-    run = AgentRun.objects.filter(pk=run_id).first()
+    ``__error__`` for a failed run. The run's row is read only when the stream did not
+    say how the segment ended, or that it failed (for its error)."""
+    if plan.ended in ("interrupt", "success", "cancelled"):
+        saved = latest(plan.run.thread_id)
+        values = values_of(saved)
+        if plan.ended == "interrupt":
+            values["__interrupt__"] = [i for items in interrupts_of(saved).values()
+                                       for i in items]
+        return values
+    run = AgentRun.objects.filter(pk=plan.run_id).first()
     if run is None:
         return {"__error__": {"error": "run_gone", "message": "the run was deleted"}}
     saved = latest(run.thread_id)

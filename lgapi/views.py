@@ -320,7 +320,7 @@ class _Waiting:
 
     async def __call__(self) -> HttpResponse:
         await runs.wait_end(self.plan)
-        return ok(await runs.outcome_async(self.plan.run_id), headers=self.headers)
+        return ok(await runs.outcome_async(self.plan), headers=self.headers)
 
 
 # --- Out of scope ---------------------------------------------------------------------

@@ -10,15 +10,14 @@ from langgraph_sdk import get_client, get_sync_client
 
 
 @pytest.fixture
-def lg(live, users) -> Iterator[Callable[[str | None], Any]]:
+def lg(live, users) -> Iterator[Callable[[str], Any]]:
     """lg("owner") → langgraph-sdk's sync client at /lg, with the user's API token as
-    its api_key (sent as X-Api-Key); lg(None) → anonymous."""
+    its api_key (sent as X-Api-Key)."""
     made: list[Any] = []
 
-    def make(who: str | None = "owner") -> Any:
-        key = users[who + "_token"] if who else None
-        client = get_sync_client(url=live["base_url"] + "/lg", api_key=key,
-                                 headers=None if key else {"x-api-key": ""}, timeout=60)
+    def make(who: str = "owner") -> Any:
+        client = get_sync_client(url=live["base_url"] + "/lg",
+                                 api_key=users[who + "_token"], timeout=60)
         made.append(client)
         return client
 

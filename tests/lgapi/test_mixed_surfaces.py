@@ -5,6 +5,8 @@ run to an interrupt and resumes it."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.test import Client
 from langgraph.pregel.remote import RemoteGraph
@@ -83,8 +85,6 @@ def test_rest_run_resumed_from_the_sdk(lg, api):
 
 def test_remote_graph_invokes_to_an_interrupt_and_resumes(live, users):
     graph = RemoteGraph("dev", url=live["base_url"] + "/lg", api_key=users["owner_token"])
-    import uuid
-
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     out = graph.invoke({"topic": "remote"}, config)
     assert out["__interrupt__"][0]["value"]["type"] == "input"

@@ -42,6 +42,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from execution.calls import http_client
 from runs import registry
 
 OFFLINE_NAME = registry.OFFLINE_MODEL
@@ -128,6 +129,9 @@ def provider_options(provider: str) -> dict[str, Any]:
     if provider == "ollama":  # no retries of its own; httpx's timeout
         return {"client_kwargs": {"timeout": timeout}}
     options: dict[str, Any] = {"timeout": timeout, "max_retries": retries}
+    if provider in ("openai", "azure_openai"):
+        # Connections a cancel cuts (execution.calls): a cancelled run's call ends at once.
+        options["http_client"] = http_client(timeout=timeout)
     if provider in ("openai", "anthropic", "azure_openai"):
         # OpenAI-compatible bases report usage in a stream only when asked.
         options["stream_usage"] = True

@@ -80,6 +80,9 @@
     const newCards = [];
     // Moving a kept card (below) drops the focus inside it; it is given back after.
     const active = document.activeElement;
+    // A card that had the focus and is answered now (here or elsewhere) is replaced: the
+    // focus goes on to the next pending card.
+    const hadFocus = active && active.closest && active.closest(".card[data-interrupt-id]");
     for (const card of fresh.querySelectorAll(".card[data-interrupt-id]")) {
       const before = old && old.querySelector('.card[data-interrupt-id="' + card.dataset.interruptId + '"]');
       if (before && before.dataset.status === card.dataset.status &&
@@ -99,6 +102,8 @@
       newCards[0].focus();
       newCards[0].scrollIntoView({ block: "nearest" });
     }
+    const successor = hadFocus && !document.contains(hadFocus) && hadFocus.id && byId(hadFocus.id);
+    if (successor && window.agentsiteCards) window.agentsiteCards.focusNextPending(successor);
   }
 
   async function refreshComposer() {
@@ -254,7 +259,8 @@
         const item = chip(event.toolCallId);
         if (item) {
           item.querySelector(".chip__result").textContent = event.content;
-          item.classList.add("chip--done");
+          // A call a person rejected (or answered instead) did not run: no ✓.
+          if (!["reject", "respond"].includes(item.dataset.decision)) item.classList.add("chip--done");
         }
         break;
       }

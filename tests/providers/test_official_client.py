@@ -54,5 +54,7 @@ def test_official_client_cancel_while_the_model_hangs(plive, provider, papi, use
     assert papi("owner").post(f"/api/runs/{run.id}/cancel/").status_code == 200
     _passed(client)
     print(f"the client's run ended {time.monotonic() - cancelled_at:.2f} s after the cancel")
-    assert provider.hanging == 1  # the call still hangs: the cancel ended the AG-UI run
+    # The call never answered (it hangs, or the cancel cut it): the cancel ended the run.
+    [call] = provider.requests()
+    assert call.answer in ("stall", "stall, client gone"), call.answer
     assert AgentRun.objects.get(pk=run.pk).status == "cancelled"

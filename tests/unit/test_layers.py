@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("execution", ["execution"]),
     ("delivery", ["agui", "streams", "lgapi"]),
     ("surfaces", ["api", "pages", "runs.admin", "hitl.admin", "hitl.policy_admin",
-                  "workspace.admin", "workspace.api", "runs.management"]),
+                  "hitl.card_answer", "workspace.admin", "workspace.api", "runs.management"]),
     ("agents", ["agents"]),
     # What a deployment configures and starts: settings, the Celery app, the URLconf, the
     # ASGI / WSGI entry points, the launcher and process starters, manage.py.

@@ -24,7 +24,15 @@ from django.db.models import OuterRef, QuerySet
 from agentsite.errors import ServiceError
 from agentsite.limits import check_answer_size
 from agui.events import run_started
-from agui.relay import KEEPALIVE, RunEvents, Wire, check_truth, fetch_truth, relay_segment
+from agui.relay import (
+    KEEPALIVE,
+    TERMINAL,
+    RunEvents,
+    Wire,
+    check_truth,
+    fetch_truth,
+    relay_segment,
+)
 from execution.lifecycle import interrupts_answer, run_cancel
 from execution.stream_modes import SOURCE
 from hitl.decide import Answer
@@ -56,6 +64,8 @@ class Plan:
     # How the streamed segment ended, as its closing event said: "interrupt", "success",
     # "cancelled" (RUN_FINISHED's outcome) or "error" (RUN_ERROR); None before.
     ended: str | None = None
+    # A rejoin's Last-Event-ID: the rest of the segment holding that event comes next.
+    last_event_id: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -207,14 +217,12 @@ def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) 
 def join_plan(run: AgentRun, modes: list[str], last_event_id: str | None) -> Plan:
     """Joining a run's stream: after ``Last-Event-ID`` when given, else from the start of
     its current segment; a run not live has nothing more to stream."""
-    after = -1
-    if last_event_id and last_event_id.strip().isdigit():
-        after = int(last_event_id)
+    last = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else None
     live = run.status in AgentRun.LIVE
-    if not live and after >= 0:
-        live = after < _counter(run.id)  # events the client has not had yet
-    return Plan(run=run, after=after, modes=modes or list(run.stream_modes) or ["values"],
-                live=live)
+    if not live and last is not None:
+        live = last < _counter(run.id)  # events the client has not had yet
+    return Plan(run=run, after=-1, modes=modes or list(run.stream_modes) or ["values"],
+                live=live, last_event_id=last)
 
 
 # --- The stream ---------------------------------------------------------------------
@@ -249,6 +257,24 @@ async def _live_start(events: RunEvents) -> int:
     if not starts or any(k in ("RUN_FINISHED", "RUN_ERROR") for k in kinds[starts[-1]:]):
         return top
     return stored[starts[-1]][0] - 1
+
+
+async def _segment_of(events: RunEvents, last: int) -> tuple[int, int]:
+    """Where a rejoin after event ``last`` starts (``(after, skip)``): the segment holding
+    ``last`` again from its RUN_STARTED, skipping what the client had, while LangGraph
+    parts of it are still to come; else the next segment (the client had all of that
+    one: what followed its last part were AG-UI events only)."""
+    stored = await events.stored(1, await events.counter())
+    start = next((i for i, e in reversed(stored) if i <= last and e.type == "RUN_STARTED"),
+                 None)
+    if start is None or any(i <= last and i > start and e.type in TERMINAL
+                            for i, e in stored):
+        return last, 0  # ``last`` was past its segment's end
+    rest = [(i, e) for i, e in stored if i > last]
+    end = next((n for n, (_, e) in enumerate(rest) if e.type in TERMINAL), None)
+    if end is not None and not any(e.type == "RAW" for _, e in rest[:end]):
+        return rest[end][0], 0
+    return start - 1, last
 
 
 class _Messages:
@@ -315,7 +341,11 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
                  whole: bool, messages: _Messages) -> AsyncIterator[str]:
     async with RunEvents(plan.run_id) as events:
         tracked = _Tracked(events)
-        after = plan.after if plan.after >= 0 else await _live_start(events)
+        skip = 0  # events up to this id were sent before (a rejoin)
+        if plan.last_event_id is not None:
+            after, skip = await _segment_of(events, plan.last_event_id)
+        else:
+            after = plan.after if plan.after >= 0 else await _live_start(events)
         async for item in relay_segment(
                 tracked, after=after, check=lambda: check_truth(plan.run_id),
                 truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
@@ -324,6 +354,8 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
                 continue
             if not isinstance(item, Wire):
                 continue
+            if item.type not in TERMINAL and tracked.last <= skip:
+                continue  # the client has it
             if item.type == "RUN_FINISHED":
                 plan.ended = (json.loads(item.data).get("outcome") or {}).get(
                     "type") or "success"

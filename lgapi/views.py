@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from execution.lifecycle import run_cancel
-from lgapi import runs, shapes
+from lgapi import runs, shapes, stream
 from lgapi.bodies import (
     AssistantSearch,
     History,
@@ -230,7 +230,7 @@ def _location(plan: runs.Plan) -> dict[str, str]:
 
 
 def _sse(plan: runs.Plan, headers: dict[str, str]) -> HttpResponse:
-    response = StreamingHttpResponse(runs.stream(plan), content_type="text/event-stream")
+    response = StreamingHttpResponse(stream.stream(plan), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     for key, value in headers.items():
@@ -319,8 +319,8 @@ class _Waiting:
         self.plan, self.headers = plan, headers
 
     async def __call__(self) -> HttpResponse:
-        await runs.wait_end(self.plan)
-        return ok(await runs.outcome_async(self.plan), headers=self.headers)
+        await stream.wait_end(self.plan)
+        return ok(await stream.outcome_async(self.plan), headers=self.headers)
 
 
 # --- Out of scope ---------------------------------------------------------------------

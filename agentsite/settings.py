@@ -319,3 +319,5 @@ AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "async")
 if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
     raise ImproperlyConfigured(
         f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")
+# Where the LangGraph Platform API is served (lgapi/): clients use url="http://host/lg".
+LANGGRAPH_API_PREFIX = env_str("LANGGRAPH_API_PREFIX", "lg/").strip("/") + "/"

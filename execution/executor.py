@@ -25,6 +25,7 @@ from execution import calls, graphs, history, lifecycle, recovery, tool_schemas
 from execution.fencing import SegmentLost, segment_config
 from execution.lifecycle import PendingInterrupt, Segment
 from execution.stop import StopWatch
+from execution.stream_modes import StreamModes
 from execution.usage import UsageCounter
 from hitl.kinds import HitlCancelled
 from runs import registry
@@ -114,12 +115,21 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     stopped = False
     ours = _Ownership(segment, lost, stop)
     end = _End()
+    own = ["tasks", messages_mode, "values"]
+    # The LangGraph modes the run's client asked for, published as RAW events.
+    asked = StreamModes(segment.stream_modes)
     try:
         for mode, part in graph.stream(graph_input, config,
-                                       stream_mode=["tasks", messages_mode, "values"],
+                                       stream_mode=own + [m for m in asked.graph_modes()
+                                                          if m not in own],
                                        durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            raw = asked.events(mode, part)
+            if raw:
+                out.send(raw)
             if mode == "values":
                 end.on_values(part)
+                continue
+            if mode not in own:
                 continue
             if mode == "tasks":
                 if "input" in part and not ours.still():

@@ -68,6 +68,8 @@ class Segment:
     takeover: bool = False
     # Segments the run had before this one (what its task carries as ``segments_done``).
     segments_done: int = 0
+    # LangGraph stream modes its starting client asked for (``execution.stream_modes``).
+    stream_modes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,8 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
                    decided_ids=tuple(a.interrupt_id for a in answered
                                      if a.status == AgentInterrupt.Status.DECIDED),
-                   lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1)
+                   lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1,
+                   stream_modes=tuple(run.stream_modes or ()))
 
 
 def _commit_without_flush() -> None:

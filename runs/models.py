@@ -19,6 +19,9 @@ class Conversation(models.Model):
                               related_name="conversations")
     agent = models.CharField(max_length=100)
     title = models.CharField(max_length=200, blank=True)
+    # What a client attached to the thread (the LangGraph API's thread metadata: searched
+    # by containment); never read by the engine.
+    metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -91,6 +94,12 @@ class AgentRun(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
     input = models.JSONField(default=dict, blank=True)
+    # What the starting client attached to the run (LangGraph API run metadata).
+    metadata = models.JSONField(default=dict, blank=True)
+    # LangGraph stream modes the starting client asked for (``values``, ``updates``, …):
+    # the worker streams them too and publishes each part on the run's channel, beside
+    # the AG-UI events, for every segment of the run (``execution.stream_modes``).
+    stream_modes = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     assistant_message = models.ForeignKey(Message, null=True, blank=True,

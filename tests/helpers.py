@@ -98,3 +98,14 @@ def validate_published(run_ids: Any, settle_seconds: float = 3) -> None:
                     raise AssertionError(f"AG-UI events of run {run_id}: {err}") from None
                 time.sleep(0.1)
 
+
+
+def run_async(coro: Any) -> Any:
+    """``asyncio.run(coro)`` in a thread of its own: a browser test that ran earlier in this
+    process (pytest-playwright's sync API) leaves this thread inside a running event loop,
+    where ``asyncio.run`` refuses to start (the suite's processes mix tests in any order)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -4,7 +4,6 @@ an Agent Inbox HumanInterrupt), each answered through langgraph-sdk's command.re
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx
@@ -13,6 +12,7 @@ from langgraph_sdk.errors import APIStatusError
 
 from runs.models import AgentRun
 from tests.adopter_agents import redis_client, tools_key
+from tests.helpers import run_async
 from workspace.models import Ticket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,7 +54,7 @@ def test_tool_approval_assistant_over_the_async_client(lg_async):
         runs = await client.runs.list(tid)
         return tid, runs, out
 
-    tid, runs, out = asyncio.run(flow())
+    tid, runs, out = run_async(flow())
     ticket = Ticket.objects.get(thread_id=tid)
     assert (ticket.title, ticket.priority) == ("Export fails", "low")
     assert f"Filed ticket #{ticket.pk} (low)" in out["result"]["answer"]

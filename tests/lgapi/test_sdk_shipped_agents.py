@@ -5,12 +5,11 @@ interrupt id answers both)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 
 from hitl.models import AgentInterrupt
+from tests.helpers import run_async
 from tests.hitl.test_invalid_answers import CASES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,7 +64,7 @@ def test_tasklist_strategy_review(lg_async):
         return await client.runs.wait(tid, "tasklist",
                                       command={"resume": {"decision": "approve"}})
 
-    out = asyncio.run(flow())
+    out = run_async(flow())
     assert out["outcome"] == "completed"
     assert [t["days"] for t in out["result"]["tasks"]] == [3, 1, 2]
 

@@ -111,3 +111,19 @@ def redis_kwargs(url: str) -> dict:
     if parsed.scheme == "rediss":
         kwargs["ssl"] = True
     return kwargs
+
+
+def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto`` or ``X-Forwarded-Proto: https`` → Django's
+    ``SECURE_PROXY_SSL_HEADER`` tuple (``("HTTP_X_FORWARDED_PROTO", "https")``); unset → None.
+    Set it only when a proxy in front sets that header on every request (and drops a
+    client's): anyone else could claim HTTPS with it."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, _, expected = value.partition(":")
+    header, expected = header.strip(), expected.strip() or "https"
+    if not header or any(c in header for c in " \t,;") or not expected:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a header name (X-Forwarded-Proto) or 'Header: value'")
+    return "HTTP_" + header.upper().replace("-", "_"), expected

@@ -14,6 +14,7 @@ from agentsite.env import (
     env_bool,
     env_int,
     env_list,
+    env_proxy_ssl_header,
     env_seconds,
     env_str,
     parse_database_url,
@@ -319,3 +320,26 @@ AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "async")
 if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
     raise ImproperlyConfigured(
         f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")
+
+# --- HTTPS (docs/security.md) ---------------------------------------------------
+# The site is HTTPS when its public address is (AGENTSITE_BASE_URL): then its cookies are
+# sent over HTTPS only and plain HTTP is redirected. `make run` (plain HTTP on loopback)
+# keeps all of it off; docker-compose.yml, behind a TLS proxy, turns it on.
+SITE_HTTPS = env_bool("SITE_HTTPS", AGENTSITE_BASE_URL.startswith("https://"))
+# The header the proxy in front sets to say the client came over HTTPS: off unless set
+# (a header any client could send must not count).
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SITE_HTTPS)
+# Not redirected: health probes from inside the deployment, and the live streams (a
+# browser opens them from an HTTPS page; a GRIP proxy's own next-link requests to them
+# come from inside too).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/events/$", r"^api/runs/[^/]+/events/$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SITE_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SITE_HTTPS)
+# HSTS is opt-in: once a browser saw it, the host is HTTPS-only there for this long.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Rotation: sessions, password-reset links and signed stream links made with an old key
+# stay valid while it is listed here (comma-separated).
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])

@@ -31,6 +31,7 @@ class DocumentSerializer(serializers.ModelSerializer):
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = DocumentSerializer
+    queryset = Document.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):
         return Document.objects.filter(owner=self.request.user)

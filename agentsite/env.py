@@ -127,3 +127,32 @@ def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
         raise ImproperlyConfigured(
             f"{name}={value!r} is not a header name (X-Forwarded-Proto) or 'Header: value'")
     return "HTTP_" + header.upper().replace("-", "_"), expected
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(value: str) -> tuple[int, int]:
+    """``"600/m"``, ``"10/30s"``, ``"5/h"`` → (requests, seconds); ValueError otherwise."""
+    count, sep, period = value.strip().partition("/")
+    if not sep or not count.strip().isdigit():
+        raise ValueError(value)
+    period = period.strip().lower()
+    unit = period[-1:] if period[-1:] in _PERIODS else "s"
+    number = period[:-1] if period[-1:] in _PERIODS else period
+    seconds = (int(number) if number else 1) * _PERIODS[unit] if (number or "1").isdigit() \
+        else 0
+    if seconds <= 0 or int(count) <= 0:
+        raise ValueError(value)
+    return int(count), seconds
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate, ``N/period`` (``parse_rate``), checked now."""
+    value = env_str(name, default)
+    try:
+        parse_rate(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate: N/period, e.g. 600/m, 10/30s, 5/h") from None
+    return value

@@ -48,7 +48,8 @@ from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
-from agentsite.token_auth import TokenAuthentication
+from agentsite.throttles import retry_after, throttle_wait
+from agentsite.token_auth import Scope, TokenAuthentication, require_scope
 from agui import outcomes
 from agui.events import run_started, state_without_messages
 from agui.relay import (
@@ -98,9 +99,12 @@ class ApiError(Exception):
         return cls(err.status, err.code, err.detail, **extra)
 
     def response(self) -> JsonResponse:
-        response = JsonResponse(self.body, status=self.status)
+        body = {k: v for k, v in self.body.items() if k != "retry_after"}
+        response = JsonResponse(body, status=self.status)
         if self.status == 401:
             response["WWW-Authenticate"] = "Token"
+        if self.status == 429:
+            response["Retry-After"] = retry_after(self.body.get("retry_after", 1))
         return response
 
 
@@ -116,18 +120,37 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
     return sync_to_async(run, thread_sensitive=False)
 
 
-def _authenticate(request: HttpRequest) -> Any:
-    """The API's authentication (token or session + CSRF); anonymous → 401."""
+def _authenticate(request: HttpRequest, scope: str | None = None) -> tuple[Any, Any]:
+    """The user and the token (None for a session): the API's authentication (token or
+    session + CSRF); anonymous → 401; over the request limits → 429
+    (``agentsite.throttles``); a token outside ``scope`` → 403 (``_allow``)."""
     # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
     drf = Request(request, parsers=[JSONParser()],
                   authenticators=[TokenAuthentication(), SessionAuthentication()])
     try:
         user = drf.user
+    except exceptions.Throttled as exc:
+        raise ApiError(429, "throttled", str(exc.detail), retry_after=exc.wait or 1) from None
     except exceptions.APIException as exc:
         raise ApiError(exc.status_code, exc.default_code, str(exc.detail)) from None
     if not user or not user.is_authenticated:
         raise ApiError(401, "not_authenticated", "Authentication credentials were not provided.")
-    return user
+    wait = throttle_wait(request, user, drf.auth)
+    if wait is not None:
+        raise ApiError(429, "throttled", f"Too many requests. Try again in "
+                       f"{retry_after(wait)} seconds.", retry_after=wait)
+    if scope is not None:
+        _allow(drf.auth, scope)
+    return user, drf.auth
+
+
+def _allow(auth: Any, scope: str) -> None:
+    """403 ``insufficient_scope`` before anything is read or changed, when the request's
+    token does not allow ``scope``."""
+    try:
+        require_scope(auth, scope)
+    except ServiceError as err:
+        raise ApiError.from_service(err) from None
 
 
 def _parse(model: type[BaseModel], raw: bytes) -> Any:
@@ -182,10 +205,12 @@ def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[Any]:
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    user = _authenticate(request)
+    user, auth = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: RunAgentInput = _parse(RunAgentInput, raw)
+    # A resume answers (decide); anything else starts a run.
+    _allow(auth, Scope.ANSWER if body.resume else Scope.START)
     tid = thread_uuid(body.thread_id, user.pk)
     try:
         if body.resume:
@@ -241,7 +266,7 @@ class ConnectInput(BaseModel):
 
 
 def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    user = _authenticate(request)
+    user, _ = _authenticate(request, Scope.READ)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: ConnectInput = _parse(ConnectInput, raw)

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
+from django.http import HttpRequest
 from django.urls import reverse
 
 from agentsite.client_ip import client_ip
@@ -41,7 +42,8 @@ def security_event(*, kind: str, user: Any = None, username: str = "", actor: An
     """Record one security event. ``user``: whom it is about (a user or its id);
     ``actor``: who did it, when not that user (default: the request's user)."""
     request = request if request is not None else _request.get()
-    if actor is None and request is not None:
+    if actor is None and isinstance(request, HttpRequest):
+        # Django's request only: a DRF request's user would authenticate again.
         actor = getattr(request, "user", None)
     user_id = getattr(user, "pk", user)
     if not username and user is not None and hasattr(user, "get_username"):

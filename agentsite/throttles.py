@@ -130,9 +130,9 @@ def login_locked_out(request: Any, original_response: Any = None,
     """django-axes' answer to a locked-out login (sign-in page, admin): 429, Retry-After,
     and what to do."""
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    span = f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
     detail = (f"Too many failed sign-ins for this account or from this address: signing in "
-              f"is locked for {math.ceil(seconds / 60)} minutes. An administrator can "
-              "unlock it sooner.")
+              f"is locked for {span}. An administrator can unlock it sooner.")
     response = render(request, "registration/too_many.html",
                       {"detail": detail, "seconds": seconds}, status=429)
     response["Retry-After"] = str(seconds)

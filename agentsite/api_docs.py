@@ -70,3 +70,21 @@ def document_page_size_errors(result: dict, generator: object, request: object,
                 responses["400"] = {**template,
                                     "description": "invalid query (`fields` names it)"}
     return result
+
+
+def document_throttling(result: dict, generator: object, request: object,
+                        public: bool) -> dict:
+    """drf-spectacular hook: every authenticated operation documents the 429 of the request
+    limits (agentsite.throttles), with its Retry-After header."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict) or not operation.get("security"):
+                continue
+            responses = operation.get("responses", {})
+            template = responses.get("401")
+            if template and "429" not in responses:
+                responses["429"] = {
+                    **template, "description": "too many requests (`code`: throttled)",
+                    "headers": {"Retry-After": {"schema": {"type": "integer"},
+                                                "description": "seconds to wait"}}}
+    return result

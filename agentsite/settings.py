@@ -186,7 +186,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "agentsite.api_docs.document_page_size_errors"],
+                             "agentsite.api_docs.document_page_size_errors",
+                             "agentsite.api_docs.document_throttling"],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runs.models.AgentRun.Status",
         "InterruptStatusEnum": "hitl.models.AgentInterrupt.Status",

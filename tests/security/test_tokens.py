@@ -176,3 +176,12 @@ def test_the_admin_creates_shows_once_and_revokes(owner):
     assert (created.user, created.actor_label) == (owner, "boss")
     admin.post("/admin/agentsite/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+
+
+def test_make_run_prints_a_new_demo_token_and_revokes_the_last(capsys):
+    call_command("ensure_demo_user")
+    first = capsys.readouterr().out.split("API token: ")[1].strip()
+    call_command("ensure_demo_user")
+    second = capsys.readouterr().out.split("API token: ")[1].strip()
+    assert first != second
+    assert _get(first)[0] == 401 and _get(second)[0] == 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -132,6 +133,7 @@ def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+@functools.lru_cache(maxsize=64)  # read at every request by agentsite.throttles
 def parse_rate(value: str) -> tuple[int, int]:
     """``"600/m"``, ``"10/30s"``, ``"5/h"`` → (requests, seconds); ValueError otherwise."""
     count, sep, period = value.strip().partition("/")

@@ -10,7 +10,9 @@ LangGraph API) authenticates a token and checks its scope:
   that? A session (``auth`` not a token) may do all its user may; a token only what its
   scopes allow. Scopes never add permissions: the user's own are checked as well.
 - ``TokenScope``: the DRF permission that applies it to every API view (GET needs
-  ``read``; a view names the scope of each write in ``token_scopes``).
+  ``read``; a view names the scope of each write in ``token_scopes``). DRF views also get
+  the request limits (``agentsite.throttles.ApiThrottle``) from the settings.
+- ``door_authenticate(request, scope)``: all of it for a door that is not a DRF view.
 
 Why not a library: DRF's ``authtoken`` keeps one plain-text key per user; django-rest-knox
 (5.x) hashes tokens and expires them, but has no names, scopes or last-used time, reads
@@ -32,12 +34,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
-from agentsite.errors import Forbidden, InvalidInput, NotFound
+from agentsite.errors import Forbidden, InvalidInput, NotFound, ServiceError
 from agentsite.models import ApiToken, SecurityEvent
 from agentsite.security_audit import security_event
-from agentsite.throttles import auth_failure
+from agentsite.throttles import auth_failure, retry_after, throttle_wait
 
 Scope = ApiToken.Scope
 SCOPES: tuple[str, ...] = tuple(Scope.values)
@@ -241,3 +245,38 @@ class TokenScope(permissions.BasePermission):
             return True
         self.message = scope_message(request.auth, scope)
         return False
+
+
+def door_authenticate(request: Any, scope: str | None = None) -> tuple[Any, Any]:
+    """For a door that is not a DRF view (AG-UI, the LangGraph API): the user and the
+    token (None for a session) of a Django request, as the API authenticates it (token,
+    or session with DRF's CSRF check), counted on the request limits and, with ``scope``,
+    checked against the token's scopes. Refusals are ``ServiceError`` with the status
+    (401, 403 ``insufficient_scope``, 429 ``throttled`` with ``extra["retry_after"]``
+    seconds), for the door to answer in its own shape."""
+    # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
+    drf = Request(request, parsers=[JSONParser()],
+                  authenticators=[TokenAuthentication(), SessionAuthentication()])
+    try:
+        user = drf.user
+    except exceptions.Throttled as exc:
+        raise _throttled(exc.wait or 1) from None
+    except exceptions.APIException as exc:
+        codes = exc.get_codes()
+        raise ServiceError(str(exc.detail), status=exc.status_code,
+                           code=codes if isinstance(codes, str) else exc.default_code) from None
+    if not user or not user.is_authenticated:
+        raise ServiceError("Authentication credentials were not provided.", status=401,
+                           code="not_authenticated")
+    wait = throttle_wait(request, user, drf.auth)
+    if wait is not None:
+        raise _throttled(wait)
+    if scope is not None:
+        require_scope(drf.auth, scope)
+    return user, drf.auth
+
+
+def _throttled(wait: float) -> ServiceError:
+    seconds = retry_after(wait)
+    return ServiceError(f"Too many requests. Try again in {seconds} seconds.", status=429,
+                        code="throttled", extra={"retry_after": int(seconds)})

@@ -40,16 +40,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.parsers import JSONParser
-from rest_framework.request import Request
 
 from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
-from agentsite.throttles import retry_after, throttle_wait
-from agentsite.token_auth import Scope, TokenAuthentication, require_scope
+from agentsite.throttles import retry_after
+from agentsite.token_auth import Scope, door_authenticate, require_scope
 from agui import outcomes
 from agui.events import run_started, state_without_messages
 from agui.relay import (
@@ -121,27 +118,12 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _authenticate(request: HttpRequest, scope: str | None = None) -> tuple[Any, Any]:
-    """The user and the token (None for a session): the API's authentication (token or
-    session + CSRF); anonymous → 401; over the request limits → 429
-    (``agentsite.throttles``); a token outside ``scope`` → 403 (``_allow``)."""
-    # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
-    drf = Request(request, parsers=[JSONParser()],
-                  authenticators=[TokenAuthentication(), SessionAuthentication()])
+    """The user and the token (None for a session), as every door authenticates
+    (``agentsite.token_auth.door_authenticate``: 401, 403 outside ``scope``, 429)."""
     try:
-        user = drf.user
-    except exceptions.Throttled as exc:
-        raise ApiError(429, "throttled", str(exc.detail), retry_after=exc.wait or 1) from None
-    except exceptions.APIException as exc:
-        raise ApiError(exc.status_code, exc.default_code, str(exc.detail)) from None
-    if not user or not user.is_authenticated:
-        raise ApiError(401, "not_authenticated", "Authentication credentials were not provided.")
-    wait = throttle_wait(request, user, drf.auth)
-    if wait is not None:
-        raise ApiError(429, "throttled", f"Too many requests. Try again in "
-                       f"{retry_after(wait)} seconds.", retry_after=wait)
-    if scope is not None:
-        _allow(drf.auth, scope)
-    return user, drf.auth
+        return door_authenticate(request, scope)
+    except ServiceError as err:
+        raise ApiError.from_service(err) from None
 
 
 def _allow(auth: Any, scope: str) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from agentsite.models import IdempotencyKey
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun, AuditLog
 from tests.accounts import make_token
@@ -56,7 +57,8 @@ def _answer_everywhere(client: httpx.Client, run: dict) -> list[httpx.Response]:
     item = pending(run)
     return [
         client.post(f"/api/runs/{run['id']}/resume/",
-                    json={"interrupt_id": item["interrupt_id"], "payload": {"value": "x"}}),
+                    json={"interrupt_id": item["interrupt_id"], "payload": {"value": "x"}},
+                    headers={"Idempotency-Key": "scoped-resume"}),
         client.post(f"/api/interrupts/{item['id']}/decision/", json={"payload": {"value": "x"}}),
         client.post(f"/api/runs/{run['id']}/cancel/"),
         client.post(f"/api/runs/{run['id']}/retry/"),
@@ -92,6 +94,7 @@ def test_a_read_token_reads_what_its_user_may_and_answers_nothing(scoped, paused
     assert refused.status_code == 403 and refused.json()["code"] == "insufficient_scope"
     _untouched(paused, audits)
     assert AgentRun.objects.count() == 1
+    assert not IdempotencyKey.objects.exists()  # refused before the key was claimed
 
 
 @pytest.mark.parametrize("who", ["owner", "reviewer"])

@@ -15,17 +15,21 @@ from typing import Any
 from django.conf import settings
 
 
+def _address(text: str | None) -> str | None:
+    try:
+        return str(ipaddress.ip_address((text or "").strip()))
+    except ValueError:  # none, or not an address (a Unix socket's peer)
+        return None
+
+
 def client_ip(request: Any) -> str | None:
+    """The client's address, or None when there is none to tell."""
     meta = getattr(request, "META", {})
-    remote = meta.get("REMOTE_ADDR") or None
+    remote = _address(meta.get("REMOTE_ADDR"))
     count = settings.TRUSTED_PROXY_COUNT
     if count and meta.get("HTTP_X_FORWARDED_FOR"):
-        hops = [hop.strip() for hop in meta["HTTP_X_FORWARDED_FOR"].split(",")]
-        candidate = hops[-min(count, len(hops))]
-        try:
-            return str(ipaddress.ip_address(candidate))
-        except ValueError:
-            return remote
+        hops = meta["HTTP_X_FORWARDED_FOR"].split(",")
+        return _address(hops[-min(count, len(hops))]) or remote
     return remote
 
 

@@ -137,8 +137,9 @@ def _attempt_deleted(sender: Any, instance: Any, **_: Any) -> None:
     request = _request.get()
     if instance.failures_since_start < settings.AXES_FAILURE_LIMIT:
         return
-    if request is not None and not request.path.startswith(reverse("admin:index")):
-        return
+    if request is not None and not request.path.startswith(
+            reverse("admin:axes_accessattempt_changelist")):
+        return  # a login's own clean-up (an expired lockout), not an unlock
     user = get_user_model().objects.filter(username=instance.username or "").first()
     security_event(kind=SecurityEvent.Kind.UNLOCK, user=user, username=instance.username or "",
                    address=instance.ip_address)

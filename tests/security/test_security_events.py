@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
+from agentsite.client_ip import client_ip
 from agentsite.models import SecurityEvent
 from tests.accounts import make_superuser, make_user
 
@@ -66,3 +67,22 @@ def test_security_events_are_append_only():
         event.save()
     with pytest.raises(ValueError, match="append-only"):
         event.delete()
+
+
+@pytest.mark.parametrize("meta, count, expected", [
+    ({"REMOTE_ADDR": "10.0.0.9"}, 0, "10.0.0.9"),
+    ({"REMOTE_ADDR": "10.0.0.9", "HTTP_X_FORWARDED_FOR": "6.6.6.6"}, 0, "10.0.0.9"),
+    # Two proxies each appended: the client is 2 from the end; a claim before it is ignored.
+    ({"REMOTE_ADDR": "10.0.0.9", "HTTP_X_FORWARDED_FOR": "6.6.6.6, 8.8.4.4, 10.0.0.2"}, 2,
+     "8.8.4.4"),
+    ({"REMOTE_ADDR": "10.0.0.9", "HTTP_X_FORWARDED_FOR": "8.8.4.4"}, 2, "8.8.4.4"),
+    ({"REMOTE_ADDR": "10.0.0.9", "HTTP_X_FORWARDED_FOR": "junk, 10.0.0.2"}, 2, "10.0.0.9"),
+    ({"REMOTE_ADDR": "/run/uvicorn.sock"}, 0, None),
+])
+def test_the_client_address_behind_trusted_proxies(settings, meta, count, expected):
+    settings.TRUSTED_PROXY_COUNT = count
+
+    class Request:
+        META = meta
+
+    assert client_ip(Request()) == expected

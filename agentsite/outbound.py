@@ -13,6 +13,7 @@ failed connection handle it.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from typing import Any
@@ -87,19 +88,38 @@ def _pinned(request: httpx.Request) -> httpx.Request:
     return request
 
 
-class OutboundTransport(httpx.HTTPTransport):
+class OutboundTransport(httpx.BaseTransport):
+    """Checks and pins each request, then sends it with ``inner`` (httpx's own transport
+    unless given: any transport, e.g. one whose calls a cancel can cut)."""
+
+    def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
+        self.inner = inner or httpx.HTTPTransport()
+
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return super().handle_request(_pinned(request))
+        return self.inner.handle_request(_pinned(request))
+
+    def close(self) -> None:
+        self.inner.close()
 
 
-class AsyncOutboundTransport(httpx.AsyncHTTPTransport):
+class AsyncOutboundTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.inner = inner or httpx.AsyncHTTPTransport()
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await super().handle_async_request(_pinned(request))
+        # The name is resolved in a thread: getaddrinfo blocks.
+        pinned = await asyncio.to_thread(_pinned, request)
+        return await self.inner.handle_async_request(pinned)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
-def outbound_client(**kwargs: Any) -> httpx.Client:
-    """An httpx client whose every request is checked (``kwargs``: httpx.Client's)."""
-    return httpx.Client(transport=OutboundTransport(), **kwargs)
+def outbound_client(transport: httpx.BaseTransport | None = None,
+                    **kwargs: Any) -> httpx.Client:
+    """An httpx client whose every request is checked (``transport``: what sends it once
+    checked; ``kwargs``: httpx.Client's)."""
+    return httpx.Client(transport=OutboundTransport(transport), **kwargs)
 
 
 def outbound_async_client(**kwargs: Any) -> httpx.AsyncClient:

@@ -5,10 +5,12 @@ names them. The suite's own receivers listen on loopback, so its environment all
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from django.test import override_settings
@@ -94,22 +96,24 @@ def test_a_webhook_to_an_internal_address_is_refused_unless_allowed(receiver):
 def test_a_model_base_url_to_an_internal_address_is_refused_unless_allowed():
     provider = FakeProvider().start()
     try:
-        def ask() -> object:
-            model = init_chat_model("openai:gpt-4o-mini", base_url=provider.base_url,
-                                    api_key="test", **provider_options("openai"))
-            return model.invoke("hello")
+        def model() -> Any:
+            return init_chat_model("openai:gpt-4o-mini", base_url=provider.base_url,
+                                   api_key="test", **provider_options("openai"))
 
-        with override_settings(OUTBOUND_ALLOW=[]), pytest.raises(Exception) as refused:
-            ask()
-        causes, error = [], refused.value
-        while error is not None:
-            causes.append(error)
-            error = error.__cause__ or error.__context__
-        assert any(isinstance(e, OutboundRefused) and "(loopback address)" in str(e)
-                   for e in causes), causes
-        assert provider.requests() == []
+        for ask in (lambda: model().invoke("hello"),
+                    lambda: asyncio.run(model().ainvoke("hello"))):  # both SDK clients
+            with override_settings(OUTBOUND_ALLOW=[]), pytest.raises(Exception) as refused:
+                ask()
+            causes, error = [], refused.value
+            while error is not None:
+                causes.append(error)
+                error = error.__cause__ or error.__context__
+            assert any(isinstance(e, OutboundRefused) and "(loopback address)" in str(e)
+                       for e in causes), causes
+            assert provider.requests() == []
         with override_settings(OUTBOUND_ALLOW=["127.0.0.1"]):
-            ask()
-        assert len(provider.requests()) == 1
+            model().invoke("hello")
+            asyncio.run(model().ainvoke("hello"))
+        assert len(provider.requests()) == 2
     finally:
         provider.stop()

@@ -10,6 +10,7 @@ COPY workspace workspace
 COPY hitl hitl
 COPY agui agui
 COPY execution execution
+COPY lgapi lgapi
 COPY api api
 COPY pages pages
 COPY agents agents

@@ -45,9 +45,13 @@ pushpin:
 	  apt-get install -y pushpin || { apt-get update && apt-get install -y pushpin; }; \
 	else echo "pushpin not installed: tests/edge will skip (apt-get install pushpin)"; fi
 
+# The suite runs in TEST_PROCESSES parallel pytest processes (pytest-xdist); each has its
+# own test database, Redis, Celery worker, server and beat (docs/testing.md).
+TEST_PROCESSES ?= 3
+
 test: $(STAMP) browser pushpin
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
 
 ## The rules without worker, browser or server: unit tests and the database tests of the
 ## services and policies (embedded Postgres only), in under 2 minutes.

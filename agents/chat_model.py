@@ -50,6 +50,7 @@ from agentsite.outbound import (
     outbound_async_client,
     outbound_client,
 )
+from execution.calls import AbortableTransport
 from runs import registry
 
 OFFLINE_NAME = registry.OFFLINE_MODEL
@@ -142,7 +143,9 @@ def provider_options(provider: str) -> dict[str, Any]:
                 "async_client_kwargs": {"transport": AsyncOutboundTransport()}}
     options: dict[str, Any] = {"timeout": timeout, "max_retries": retries}
     if provider in ("openai", "azure_openai"):
-        options.update(http_client=outbound_client(timeout=timeout),
+        # Connections a cancel cuts (execution.calls): a cancelled run's call ends at once;
+        # each request checked first (agentsite.outbound).
+        options.update(http_client=outbound_client(AbortableTransport(), timeout=timeout),
                        http_async_client=outbound_async_client(timeout=timeout))
     if provider == "anthropic":
         check_url(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")

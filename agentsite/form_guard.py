@@ -16,6 +16,7 @@ The API and AG-UI (``JSON_PREFIXES``) are left to their parser and error shape.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -121,9 +122,22 @@ def check_request(request: HttpRequest, view_kwargs: dict[str, Any],
             _check_selected(request)
 
 
+# An htmx target the 400 may be put into: a card's id (``hitl.cards``: ``card-<slug>``).
+CARD_TARGET = re.compile(r"card-[A-Za-z0-9_-]{1,200}")
+
+
 def refused_response(request: HttpRequest, err: Refused) -> HttpResponse:
-    return render(request, "400_input.html", {"field": err.field, "problem": err.problem},
-                  status=400)
+    """The 400 page; to an htmx card post, the refusal alone, put into the card's
+    ``-refused`` slot (``HX-Retarget`` / ``HX-Reswap``; base.html's ``responseHandling``
+    lets htmx swap a 400), so the card keeps what was typed and says what was refused."""
+    context = {"field": err.field, "problem": err.problem}
+    target = request.headers.get("HX-Target", "")
+    if request.headers.get("HX-Request") == "true" and CARD_TARGET.fullmatch(target):
+        response = render(request, "_refused_fragment.html", context, status=400)
+        response["HX-Retarget"] = f"#{target}-refused"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    return render(request, "400_input.html", context, status=400)
 
 
 class FormGuardMiddleware:

@@ -3,6 +3,10 @@ under a supervisor; with EDGE=pushpin also Pushpin in front of the web processes
 (WEB_PROCESSES workers of one uvicorn) and the edge forwarder (docs/scaling.md). A child
 that dies is restarted with exponential backoff (and logged); the embedded servers, when
 used, are watched and restarted on their port the same way.
+Each child is an ``agentsite.processes.Process``: in a session of its own, whose other
+members (uvicorn's workers, Pushpin's services) are killed as soon as it exits, so none
+outlives it and a restart gets its port back; and each gets SIGTERM when the supervisor
+exits, even by SIGKILL (and stops what it started in turn).
 Only Ctrl-C / SIGTERM stops everything.
 """
 
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentsite import embedded, processes
+from agentsite.processes import Process
 
 log = logging.getLogger("agentsite.launch")
 
@@ -40,7 +45,7 @@ class Child:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # on top of the supervisor's
-    proc: subprocess.Popen | None = None
+    process: Process | None = None  # while it runs
     started_at: float = 0.0
     failures: int = 0  # exits in a row, each after less than STABLE_SECONDS
     restart_at: float = 0.0
@@ -58,26 +63,38 @@ class Supervisor:
     stopping: bool = False
 
     def _start(self, child: Child) -> None:
-        child.proc = subprocess.Popen(child.argv, env={**self.env, **child.env})
+        # In its own session (its leftovers killed when it exits), and gone with us: no
+        # child outlives the supervisor, even a supervisor killed with SIGKILL.
+        child.process = Process(child.name, child.argv, {**self.env, **child.env}, None,
+                                die_with_parent=True)
+        child.process.spawn()
         child.started_at = time.monotonic()
-        log.info("started %s (pid %s)", child.name, child.proc.pid)
+        log.info("started %s (pid %s)", child.name, child.process.proc.pid)
 
     def _check_child(self, child: Child, now: float) -> None:
-        if child.proc is None:
+        if child.process is None:
             if now >= child.restart_at:
                 self._start(child)
             return
-        code = child.proc.poll()
+        pid, code = child.process.proc.pid, child.process.proc.poll()
         if code is None:
             return
+        try:
+            killed = processes.end_session(pid)
+        except RuntimeError:  # one stuck in the kernel: its restart may find the port taken
+            log.exception("%s (pid %s): what it left would not die", child.name, pid)
+            killed = []
+        if killed:  # uvicorn's workers, Pushpin's services: they would hold the port
+            log.warning("%s (pid %s) left %d processes behind; killed them: %s",
+                        child.name, pid, len(killed), " ".join(map(str, killed)))
         ran = now - child.started_at
         if ran >= STABLE_SECONDS:
             child.failures = 0
         delay = backoff(child.failures)
         child.failures += 1
         log.warning("%s (pid %s) exited with %s after %.1fs; restarting in %.0fs (restart #%d)",
-                    child.name, child.proc.pid, code, ran, delay, child.failures)
-        child.proc, child.restart_at = None, now + delay
+                    child.name, pid, code, ran, delay, child.failures)
+        child.process, child.restart_at = None, now + delay
 
     def _check_services(self) -> None:
         for name, (running, start) in self.services.items():
@@ -111,18 +128,10 @@ class Supervisor:
         return 0
 
     def _stop_children(self) -> None:
-        running = [c for c in self.children if c.proc is not None and c.proc.poll() is None]
-        for child in running:
-            child.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for child in running:
-            try:
-                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("%s did not stop in %.0fs; killing it", child.name,
-                            STOP_GRACE_SECONDS)
-                child.proc.kill()
-                child.proc.wait()
+        # Each child stops its own (a warm Celery shutdown, uvicorn's workers); what is left
+        # of a session after its first process exits, or STOP_GRACE_SECONDS, is killed.
+        processes.stop_all([c.process for c in self.children if c.process is not None],
+                           timeout=STOP_GRACE_SECONDS, group=False)
 
 
 def main() -> int:
@@ -150,20 +159,18 @@ def main() -> int:
     manage("ensure_demo_user")
 
     edge = edge_children(env, host, int(port))
-    web = Child("web", [py, "-m", "uvicorn", "agentsite.asgi:application", "--host",
-                        "127.0.0.1" if edge.children else host, "--port", str(edge.web_port),
-                        "--no-access-log", "--timeout-graceful-shutdown",
-                        str(processes.GRACEFUL_SHUTDOWN_SECONDS), "--workers",
-                        str(edge.web_processes)],
+    web = Child("web", processes.web_argv(edge.web_port,
+                                          host="127.0.0.1" if edge.children else host,
+                                          workers=edge.web_processes),
                 # Behind Pushpin a web process holds no stream: 5 connections serve the
                 # 100 requests it may have in flight (docs/scaling.md).
                 env={"DB_POOL_MAX": env.get("DB_POOL_MAX", "5")} if edge.children else {})
     supervisor = Supervisor(env=env, services=services, children=[
         web, *edge.children,
-        Child("worker", [py, "-m", "celery", "-A", "agentsite", "worker", "--loglevel", "INFO",
-                         "--concurrency", env.get("WORKER_CONCURRENCY", "8")]),
+        Child("worker", processes.worker_argv(
+            None, concurrency=int(env.get("WORKER_CONCURRENCY", "8")), peers=True)),
         # Sends the periodic deadline / escalation sweep (CELERY_BEAT_SCHEDULE).
-        Child("beat", [py, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", "INFO"]),
+        Child("beat", processes.beat_argv(None)),
     ])
     print(f"\nagentsite is up: http://{host}:{port}/admin/  ·  API: http://{host}:{port}/api/"
           "\nCtrl-C stops web, worker, beat and the embedded services.\n", flush=True)

@@ -1,11 +1,20 @@
-"""Starting our own processes (web server, Celery worker) and waiting until they serve.
+"""Starting our own processes (web server, Celery worker, beat, Pushpin, the edge
+forwarder), waiting until they serve, and stopping them with everything they started.
 
-Shared by the test suite (tests/conftest.py) and the benchmarks (bench/), so both run
-the product the same way.
+Shared by ``make run``'s supervisor (agentsite/launch.py), the test suite
+(tests/conftest.py) and the benchmarks (bench/), so all three run the product the same way.
+
+Each process starts in a session of its own, and no process of that session outlives it:
+when it exits (or is killed) the rest of its session is killed too (``end_session``). A
+uvicorn with ``--workers`` keeps its workers in its session, and Pushpin's runner its
+services (each in a process group of its own, but not a session): killed alone, they
+would go on holding the port.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import signal
 import socket
@@ -26,18 +35,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def worker_argv(queue: str, *, concurrency: int = 2, loglevel: str = "INFO",
-                name: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "celery", "-A", "agentsite", "worker", "-Q", queue,
-            "--concurrency", str(concurrency), "--loglevel", loglevel, "--without-mingle",
-            "--without-gossip"]
+def worker_argv(queue: str | None, *, concurrency: int = 2, loglevel: str = "INFO",
+                name: str | None = None, peers: bool = False) -> list[str]:
+    """A Celery worker on ``queue`` (None: the settings' default queue). ``peers``: sync
+    with other workers at start and gossip with them (Celery's default; off for the test
+    suite's short-lived workers, which start faster without)."""
+    argv = [sys.executable, "-m", "celery", "-A", "agentsite", "worker",
+            "--concurrency", str(concurrency), "--loglevel", loglevel]
+    argv += ["-Q", queue] if queue else []
+    argv += [] if peers else ["--without-mingle", "--without-gossip"]
     return argv + (["-n", name] if name else [])
 
 
-def beat_argv(schedule: str, *, loglevel: str = "INFO") -> list[str]:
-    """Celery beat: sends the periodic tasks of CELERY_BEAT_SCHEDULE (the deadline sweep)."""
-    return [sys.executable, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", loglevel,
-            "--schedule", schedule]
+def beat_argv(schedule: str | None, *, loglevel: str = "INFO") -> list[str]:
+    """Celery beat: sends the periodic tasks of CELERY_BEAT_SCHEDULE (the deadline sweep).
+    ``schedule``: its state file (None: the settings' ``CELERY_BEAT_SCHEDULE_FILENAME``)."""
+    argv = [sys.executable, "-m", "celery", "-A", "agentsite", "beat", "--loglevel", loglevel]
+    return argv + (["--schedule", schedule] if schedule else [])
 
 
 # A stopping web process cuts its open streams after this long (uvicorn waits for them
@@ -45,10 +59,14 @@ def beat_argv(schedule: str, *, loglevel: str = "INFO") -> list[str]:
 GRACEFUL_SHUTDOWN_SECONDS = 5
 
 
-def web_argv(port: int, *, log_level: str = "info") -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host",
-            "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", log_level,
+def web_argv(port: int, *, host: str = "127.0.0.1", workers: int = 1,
+             log_level: str = "info") -> list[str]:
+    """uvicorn serving the product; ``workers`` > 1: that many processes of its own
+    sharing its socket (the kernel spreads connections over them)."""
+    argv = [sys.executable, "-m", "uvicorn", "agentsite.asgi:application", "--host", host,
+            "--port", str(port), "--no-access-log", "--log-level", log_level,
             "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_SECONDS)]
+    return argv + (["--workers", str(workers)] if workers > 1 else [])
 
 
 def healthy(base_url: str) -> bool:
@@ -58,28 +76,108 @@ def healthy(base_url: str) -> bool:
         return False
 
 
-class Process:
-    """A child process of ours with its log, started and stopped on demand."""
+def session_members(sid: int) -> list[int]:
+    """Live processes (zombies left out: they hold nothing) of session ``sid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path,
-                 ready: Callable[[Process], bool]) -> None:
+
+def end_session(sid: int, timeout: float = 10) -> list[int]:
+    """Kill (SIGKILL) every process left in session ``sid`` and wait until none is alive,
+    so what they held (a listening socket) is free. Returns the ones killed. A session's
+    id is its first process's, which the kernel does not hand out again while the
+    session has a member."""
+    killed: list[int] = []
+    if not Path("/proc").is_dir():  # not Linux: its process group is what can be found
+        try:
+            os.killpg(sid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return killed
+    deadline = time.monotonic() + timeout
+    while members := session_members(sid):
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            if pid not in killed:
+                killed.append(pid)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"session {sid}: {members} still alive after SIGKILL")
+        time.sleep(0.05)
+    return killed
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@functools.cache
+def _prctl() -> Callable[..., int]:
+    return ctypes.CDLL(None, use_errno=True).prctl  # looked up before a fork, not after
+
+
+def _die_with(parent: int) -> None:
+    """In a new child, before it runs its program (Popen's ``preexec_fn``): SIGTERM it
+    when ``parent`` exits, however it exits (Linux: PR_SET_PDEATHSIG); if the parent is
+    gone already, end now."""
+    _prctl()(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Process:
+    """A child process of ours, in a session of its own, with its log (``log_dir``; None:
+    our own output), started and stopped on demand. ``die_with_parent``: it gets SIGTERM
+    when the process that started it exits, even by SIGKILL (Linux; only for a starter
+    without threads, as ``make run``'s supervisor: a ``preexec_fn`` is not safe with
+    threads)."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path | None,
+                 ready: Callable[[Process], bool] = lambda p: True, *,
+                 die_with_parent: bool = False) -> None:
         self.name, self.argv, self.env, self.ready = name, argv, env, ready
         self.log_dir = log_dir
+        self.die_with_parent = die_with_parent
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
     @property
     def log_path(self) -> Path:
+        assert self.log_dir is not None, f"{self.name} logs to our own output"
         return self.log_dir / f"{self.name}-{self.starts}.log"
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def start(self, timeout: float = 60) -> None:
+    def spawn(self) -> None:
+        """Start it in a session of its own, without waiting until it is ready."""
         self.starts += 1
-        handle = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.argv, env=self.env, cwd=ROOT, stdout=handle,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        handle = open(self.log_path, "w") if self.log_dir is not None else None
+        dies_with_parent = self.die_with_parent and sys.platform == "linux"
+        if dies_with_parent:
+            _prctl()
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, env=self.env, cwd=ROOT, stdout=handle,
+                stderr=subprocess.STDOUT if handle else None, start_new_session=True,
+                preexec_fn=functools.partial(_die_with, os.getpid())
+                if dies_with_parent else None)
+        finally:
+            if handle is not None:
+                handle.close()  # the child has its own copy
+
+    def start(self, timeout: float = 60) -> None:
+        self.spawn()
         deadline = time.monotonic() + timeout
         while not self.ready(self):
             if self.proc.poll() is not None:
@@ -92,15 +190,21 @@ class Process:
         if self.signal(sig):
             self.wait(timeout)
 
-    def signal(self, sig: int = signal.SIGTERM) -> bool:
-        """Send ``sig`` to the process group; False when it is not running."""
+    def signal(self, sig: int = signal.SIGTERM, *, group: bool = True) -> bool:
+        """Send ``sig`` to the process group (``group=False``: to the process alone, which
+        then stops its own children: a Celery worker's warm shutdown); False when it is
+        not running."""
         if self.proc is None or self.proc.poll() is not None:
             return False
-        os.killpg(self.proc.pid, sig)
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
         return True
 
     def wait(self, timeout: float = 30) -> None:
-        """Wait for the exit; SIGKILL after ``timeout`` seconds."""
+        """Wait for the exit, SIGKILL after ``timeout`` seconds; then kill what is left of
+        its session."""
         if self.proc is None:
             return
         try:
@@ -108,13 +212,14 @@ class Process:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+        end_session(self.proc.pid)
 
 
 def stop_all(processes: Iterable[Process], sig: int = signal.SIGTERM,
-             timeout: float = 30) -> None:
+             timeout: float = 30, *, group: bool = True) -> None:
     """Stop them together: each is signalled before any is waited for, so their graceful
     shutdowns (a worker's warm stop, uvicorn's open streams) overlap."""
-    signalled = [process for process in processes if process.signal(sig)]
+    signalled = [process for process in processes if process.signal(sig, group=group)]
     for process in signalled:
         process.wait(timeout)
 
@@ -240,14 +345,9 @@ def children_of(pid: int) -> list[int]:
 
 
 def crash(process: Process) -> None:
-    """Kill ``process`` and its children at once (SIGKILL), as a machine failure would.
-    Pushpin's runner starts its services each in a session of their own: killing the
-    runner's group alone would leave them serving."""
+    """Kill ``process`` and everything it started at once (SIGKILL), as a machine failure
+    would."""
     if process.proc is None or process.proc.poll() is not None:
         return
-    for pid in children_of(process.proc.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.stop(sig=signal.SIGKILL)
+    end_session(process.proc.pid)
+    process.wait()

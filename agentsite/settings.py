@@ -232,6 +232,9 @@ AGENTSITE_SWEEP_SECONDS = env_seconds("SWEEP_SECONDS", 5.0)
 # (its end was lost in a Redis outage). A stream held by Pushpin asks again this long
 # after a first disagreeing check.
 AGENTSITE_STREAM_WATCH_SECONDS = env_seconds("STREAM_WATCH_SECONDS", 5.0)
+# How often an open stream checks again that its user may still read it, direct or held
+# by Pushpin (its next link; an account change closes the user's streams at once anyway).
+AGENTSITE_STREAM_RECHECK_SECONDS = env_seconds("STREAM_RECHECK_SECONDS", 30.0)
 # Deadlines and escalation of interrupts (hitl policies): Celery beat sends the sweep
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).
@@ -296,9 +299,6 @@ GRIP_PROXIES = [parse_grip_uri(env_str("GRIP_URL", ""))] if env_str("GRIP_URL", 
 # and no connection per publish: docs/scaling.md, "Latency."). Pushpin only: Fastly
 # Fanout takes HTTP.
 GRIP_ZMQ_PUSH_URI = env_str("GRIP_ZMQ_PUSH_URI", "")
-# How often the proxy asks again for a held stream (its next link): access is checked
-# again then, and anything it missed is sent.
-GRIP_RECHECK_SECONDS = env_int("GRIP_RECHECK_SECONDS", 120)
 
 # --- agentsite ---------------------------------------------------------------
 # Modules that register agents (runs.registry); every process, web included, imports them
@@ -334,6 +334,8 @@ AGENTSITE_GRAPH_DURABILITY = env_str("GRAPH_DURABILITY", "async")
 if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
     raise ImproperlyConfigured(
         f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")
+# Where the LangGraph Platform API is served (lgapi/): clients use url="http://host/lg".
+LANGGRAPH_API_PREFIX = env_str("LANGGRAPH_API_PREFIX", "lg/").strip("/") + "/"
 
 # --- HTTPS (docs/security.md) ---------------------------------------------------
 # The site is HTTPS when its public address is (AGENTSITE_BASE_URL): then its cookies are

@@ -219,6 +219,10 @@ class TokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request: Request) -> str:
         return "Token"
 
+    def authenticate_credentials(self, key: str, request: Any = None) -> tuple[Any, ApiToken]:
+        """DRF's name, for subclasses that read the token elsewhere (``lgapi.http``)."""
+        return token_authenticate(key, request)
+
 
 def required_scope(request: Request, view: Any) -> str:
     """The scope an API request needs: the view's ``token_scopes`` entry for its action

@@ -1,5 +1,6 @@
 """URL wiring: the top of the layers (it names every surface)."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
@@ -19,6 +20,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("agui/<str:agent>/", agui_run, name="agui-run"),
     path("agui/<str:agent>/connect/", agui_connect, name="agui-connect"),
+    path(settings.LANGGRAPH_API_PREFIX, include("lgapi.urls")),
     path("", include("pages.urls")),
 ]
 

@@ -1,6 +1,12 @@
 """LangGraph stream parts → AG-UI events (the worker's stream mapper).
 
-``tasks`` parts become ``STEP_STARTED`` / ``STEP_FINISHED``; ``messages`` parts become
+``tasks`` parts become ``STEP_STARTED`` / ``STEP_FINISHED``, one step per node: a node's
+tasks that run at once (parallel tool calls, ``Send``) share its step, opened by the first
+and finished by the last. The protocol names a step by ``stepName`` alone, and the
+official client refuses a second ``STEP_STARTED`` of a name still open ("Step "tools" is
+already active"); the node's name stays the step's name, as other LangGraph integrations
+send it, so no open step ever shares a name (what ``execution.recovery``, ``agui.relay``
+and ``streams.storage`` rely on when they close open steps). ``messages`` parts become
 ``TEXT_MESSAGE_*`` (one assistant message id for the whole run, continued across
 pauses) and ``TOOL_CALL_*``, and so do the messages in ``updates`` parts (for an agent
 without model tokens, ``Agent.model_tokens``). Every message, tool call and step it
@@ -28,7 +34,8 @@ class EventMapper:
         self.text = ""
         self.open_tool_calls: dict[str, str] = {}  # chunk index/id → tool call id
         self.seen_tool_results: set[str] = set()
-        self.open_steps: dict[str, str] = {}  # task id → node name
+        self.open_tasks: dict[str, str] = {}  # task id → node name
+        self.open_steps: dict[str, int] = {}  # node name → its tasks still running
 
     def _close_text(self) -> list[BaseEvent]:
         if not self.text_open:
@@ -99,17 +106,22 @@ class EventMapper:
 
     def on_task(self, task: dict[str, Any]) -> list[BaseEvent]:
         if "result" in task or "error" in task or "interrupts" in task:
-            name = self.open_steps.pop(task["id"], None)
+            name = self.open_tasks.pop(task["id"], None)
             if name is None:
                 return []
-            return self._close_text() + self._close_tools() + [
-                ev.step_finished(name)]
-        self.open_steps[task["id"]] = task["name"]
-        return [ev.step_started(task["name"])]
+            self.open_steps[name] -= 1
+            if self.open_steps[name]:
+                return []  # another task of the node still runs in its step
+            del self.open_steps[name]
+            return self._close_text() + self._close_tools() + [ev.step_finished(name)]
+        name = task["name"]
+        self.open_tasks[task["id"]] = name
+        self.open_steps[name] = self.open_steps.get(name, 0) + 1
+        return [ev.step_started(name)] if self.open_steps[name] == 1 else []
 
     def close_all(self) -> list[BaseEvent]:
         events = self._close_text() + self._close_tools()
-        for name in self.open_steps.values():
-            events.append(ev.step_finished(name))
+        events += [ev.step_finished(name) for name in self.open_steps]
+        self.open_tasks.clear()
         self.open_steps.clear()
         return events

@@ -49,6 +49,7 @@ from agentsite.throttles import retry_after
 from agentsite.token_auth import Scope, door_authenticate, require_scope
 from agui import outcomes
 from agui.events import run_started, state_without_messages
+from agui.framing import Frames
 from agui.relay import (
     KEEPALIVE,
     TERMINAL,
@@ -293,8 +294,11 @@ _CLIENT_IDS = ("RUN_STARTED", "RUN_FINISHED")
 
 
 async def _stream(plan: Plan) -> AsyncIterator[str]:
+    frames = Frames()  # a cut answer never ends clean (agui.framing)
+    yield frames.start()
     for event in plan.prelude:
-        yield _encoder.encode(event)
+        made = Wire.event(event)
+        yield frames.event(made.type, made.data)
     if not plan.live:
         return
     ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
@@ -306,14 +310,14 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
                 events, after=after, check=lambda: check_truth(plan.run_id),
                 truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
             if item is KEEPALIVE:
-                yield ": keepalive\n\n"
+                yield frames.keepalive()
                 continue
             if timing.enabled and item.type in TERMINAL:
                 timing.mark(plan.run_id, "relay_end")
-            if isinstance(item, Wire):  # as published: already the encoder's JSON
-                yield f"data: {item.with_ids(**ids) if item.type in _CLIENT_IDS else item.data}\n\n"
-            else:  # made here (started)
-                yield _encoder.encode(item)
+            # As published (already the encoder's JSON), or made here (started).
+            wire = item if isinstance(item, Wire) else Wire.event(item)
+            yield frames.event(wire.type, wire.with_ids(**ids) if wire.type in _CLIENT_IDS
+                               else wire.data)
 
 
 async def _respond(request: HttpRequest, prepare: Callable[..., Plan],

@@ -45,8 +45,10 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             if choice_param(self.request, "assigned_to", ["me"]):
                 # Assigned to this user by name or through one of their groups.
                 user = self.request.user
-                qs = qs.filter(Q(assignees=user) | Q(assigned_groups__in=user.groups.all())
-                               ).distinct()
+                # A subquery, not DISTINCT over the joins: ``request`` is a json column
+                # (agentsite.fields.VerbatimJSONField), which has no equality operator.
+                qs = qs.filter(pk__in=AgentInterrupt.objects.filter(
+                    Q(assignees=user) | Q(assigned_groups__in=user.groups.all())).values("pk"))
         return qs.order_by("created_at", "id")
 
     @extend_schema(request=DecisionSerializer, parameters=[IDEMPOTENCY_KEY],

@@ -117,7 +117,8 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     error = serializers.CharField(read_only=True, help_text=(
         "why the run failed (or ended), in plain words for a person"))
     error_detail = serializers.CharField(read_only=True, help_text=(
-        "the technical detail of a failure (exception, provider answer)"))
+        "while `retrying` or `failed`: the technical detail of the failure (exception, "
+        "provider answer); empty otherwise"))
     retries = serializers.IntegerField(read_only=True, help_text=(
         "automatic retries used, of `retry_budget`"))
     retry_budget = serializers.SerializerMethodField(help_text=(
@@ -126,7 +127,12 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
         "while `retrying`: when the next attempt is due"))
     retry_reason = serializers.CharField(read_only=True, help_text=(
         "while `retrying`: why, in plain words (e.g. \"The model provider is "
-        "rate-limiting requests (429)\")"))
+        "rate-limiting requests (429)\"); empty otherwise"))
+    manual_retries = serializers.IntegerField(read_only=True, help_text=(
+        "retries people asked for after the run failed (`POST …/retry/`)"))
+    attempt = serializers.IntegerField(read_only=True, help_text=(
+        "1 + `manual_retries`: a run that failed again after a retry is on attempt 2 or "
+        "more (`finished_at`: when it last ended)"))
     model_name = serializers.CharField(read_only=True, help_text="the chat model that served")
     input_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
     output_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
@@ -139,8 +145,9 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
         fields = ["id", "agent", "agent_version", "thread_id", "conversation_id", "owner",
                   "status", "input", "result", "error", "error_detail", "pending_interrupts",
                   "assistant_message_id", "segments", "retries", "retry_budget", "retry_at",
-                  "retry_reason", "model_name", "input_tokens", "output_tokens",
-                  "total_tokens", "usage", "created_at", "updated_at", "finished_at"]
+                  "retry_reason", "manual_retries", "attempt", "model_name", "input_tokens",
+                  "output_tokens", "total_tokens", "usage", "created_at", "updated_at",
+                  "finished_at"]
         read_only_fields = fields
 
     def get_retry_budget(self, obj: AgentRun) -> int:

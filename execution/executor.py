@@ -21,9 +21,11 @@ from langgraph.types import Command
 from agentsite import timing
 from agui.events import json_state, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import graphs, history, lifecycle, recovery
+from execution import calls, graphs, history, lifecycle, recovery, tool_schemas
 from execution.fencing import SegmentLost, segment_config
 from execution.lifecycle import PendingInterrupt, Segment
+from execution.stop import StopWatch
+from execution.stream_modes import StreamModes
 from execution.usage import UsageCounter
 from hitl.kinds import HitlCancelled
 from runs import registry
@@ -42,11 +44,21 @@ INTERRUPT_KEY = "__interrupt__"
 HOLD_SEGMENT_END = float(os.environ.get("AGENTSITE_TEST_HOLD_SEGMENT_END") or 0)
 
 
-def execute(segment: Segment, lost: threading.Event | None = None) -> None:
-    """Run the segment (``_execute``) and record the tokens its model calls used."""
+def execute(segment: Segment, lost: threading.Event | None = None,
+            stop: StopWatch | None = None) -> None:
+    """Run the segment (``_execute``) and record the tokens its model calls used.
+
+    ``stop``: the run's stop notice (``execution.stop``): on a cancel it cuts the
+    segment's model calls in flight (``execution.calls``), so a cut call never ends, is
+    never retried and uses no tokens we record."""
     usage = UsageCounter()
     try:
-        _execute(segment, lost, usage)
+        with calls.segment_calls() as in_flight:
+            if stop is not None:
+                stop.on_stop(in_flight.abort)
+            _execute(segment, lost, usage, stop)
+    except calls.CallAborted:
+        log.info("run %s: segment stopped, its model call cut by the cancel", segment.run_id)
     finally:
         # A pause or finish recorded the usage with the run's new status; a segment that
         # failed, was stopped or lost its run records it here.
@@ -58,7 +70,8 @@ def execute(segment: Segment, lost: threading.Event | None = None) -> None:
                 log.exception("run %s: token usage not recorded", segment.run_id)
 
 
-def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter) -> None:
+def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter,
+             stop: StopWatch | None = None) -> None:
     """Run the graph from the segment's start (or resume) until it pauses or ends.
 
     Between graph steps it checks that the run is still ours (``lost``: set by the
@@ -100,14 +113,23 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         history.repair_at_start(graph, run_id=segment.run_id, thread_id=segment.thread_id)
     cancelled: HitlCancelled | None = None
     stopped = False
-    ours = _Ownership(segment, lost)
+    ours = _Ownership(segment, lost, stop)
     end = _End()
+    own = ["tasks", messages_mode, "values"]
+    # The LangGraph modes the run's client asked for, published as RAW events.
+    asked = StreamModes(segment.stream_modes)
     try:
         for mode, part in graph.stream(graph_input, config,
-                                       stream_mode=["tasks", messages_mode, "values"],
+                                       stream_mode=own + [m for m in asked.graph_modes()
+                                                          if m not in own],
                                        durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            raw = asked.events(mode, part)
+            if raw:
+                out.send(raw)
             if mode == "values":
                 end.on_values(part)
+                continue
+            if mode not in own:
                 continue
             if mode == "tasks":
                 if "input" in part and not ours.still():
@@ -122,7 +144,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
                 out.send(events)
     except HitlCancelled as exc:
         cancelled = exc
-    except SegmentLost:
+    except (SegmentLost, calls.CallAborted):
         stopped = True
     except BaseException:
         # Close whatever is open even on error: the protocol wants everything closed.
@@ -150,7 +172,9 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     state = state_without_messages(values)
     pending = [PendingInterrupt(interrupt_id=i.id, request=_as_json(i.value),
-                                response_schema=_as_json(i.response_schema))
+                                response_schema=_as_json(i.response_schema),
+                                args_schemas=tool_schemas.for_question(
+                                    graph, i.value, i.response_schema))
                for i in raised]
     if pending:
         ended = lifecycle.run_pause(
@@ -207,10 +231,13 @@ def _take_over(segment: Segment, mapper: EventMapper, lost: recovery.LostWork) -
     events = list(reopened.events)
     seen = reopened.published_text
     # Published text that is not its start came from a step that runs again (it died
-    # mid-step): that step streams its text anew, and the end's MESSAGES_SNAPSHOT
-    # holds the message as stored.
+    # mid-step, or its model call was cut): that step streams its text anew, so
+    # listeners are first told the message as it stands (a MESSAGES_SNAPSHOT replaces
+    # the cut-off part instead of the repeat being appended to it).
     if lost.text.startswith(seen) and len(lost.text) > len(seen):
         events += mapper.on_message(AIMessage(content=lost.text[len(seen):]))
+    elif not lost.text.startswith(seen):
+        events += recovery.restated(message_id=segment.assistant_message_id, text=lost.text)
     mapper.text = lost.text
     return events
 
@@ -250,16 +277,19 @@ class _End:
 
 
 class _Ownership:
-    """Is the run still this segment's? The heartbeat's flag every time; the run's row
-    (a round trip) once the last look is ``AGENTSITE_CANCEL_CHECK_SECONDS`` old. The
-    claim was the first look."""
+    """Is the run still this segment's? The heartbeat's flag and the stop notice
+    (``execution.stop``) every time; the run's row (a round trip) once the last look is
+    ``AGENTSITE_CANCEL_CHECK_SECONDS`` old. The claim was the first look."""
 
-    def __init__(self, segment: Segment, lost: threading.Event | None) -> None:
-        self.segment, self.lost = segment, lost
+    def __init__(self, segment: Segment, lost: threading.Event | None,
+                 stop: StopWatch | None = None) -> None:
+        self.segment, self.lost, self.stop = segment, lost, stop
         self.looked = time.monotonic()
 
     def still(self) -> bool:
         if self.lost is not None and self.lost.is_set():
+            return False
+        if self.stop is not None and self.stop.stopped.is_set():
             return False
         now = time.monotonic()
         if now - self.looked < settings.AGENTSITE_CANCEL_CHECK_SECONDS:

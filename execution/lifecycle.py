@@ -26,9 +26,10 @@ from agui import outcomes
 from agui.events import custom, run_error, run_started
 from execution import history
 from execution.retries import Failure, backoff_seconds
+from execution.stop import stop_on_commit
 from hitl import lifecycle as interrupts
 from hitl import notify
-from hitl.decide import Answer, CancelsRun, interrupts_decide
+from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
@@ -42,6 +43,8 @@ LEASE_FIELDS = ("lease_owner", "lease_expires_at")
 # A retry's task may arrive this much before its ``retry_at`` (clocks, countdown rounding).
 RETRY_EARLY_SECONDS = 1.0
 RETRYING_EVENT = "agentsite.retrying"
+# A run in these has given its answers to a segment (the claim read them): they were used.
+ANSWERS_USED = (Status.RUNNING, Status.RETRYING)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Segment:
     takeover: bool = False
     # Segments the run had before this one (what its task carries as ``segments_done``).
     segments_done: int = 0
+    # LangGraph stream modes its starting client asked for (``execution.stream_modes``).
+    stream_modes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class PendingInterrupt:
     interrupt_id: str
     request: Any  # the value as raised (any JSON)
     response_schema: dict[str, Any] | None = None  # the Interrupt's, when it has one
+    # Argument schemas of the tools it names, by name (``execution.tool_schemas``).
+    args_schemas: dict[str, Any] | None = None
 
 
 def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
@@ -140,7 +147,8 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
                    decided_ids=tuple(a.interrupt_id for a in answered
                                      if a.status == AgentInterrupt.Status.DECIDED),
-                   lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1)
+                   lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1,
+                   stream_modes=tuple(run.stream_modes or ()))
 
 
 def _commit_without_flush() -> None:
@@ -253,7 +261,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     """Store the graph's pending interrupts and pause the run; publish on commit
     (``before``: the segment's last live events, sent in the same batch; ``tokens``:
     the segment's usage, recorded with the pause so a paused run shows its totals)."""
-    requests = [(i.interrupt_id, i.request, i.response_schema) for i in interrupts_raised]
+    requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
+                for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
         run = _lock_running(segment, notify.QUESTION_FACTS)
         if run is None:
@@ -315,7 +324,10 @@ def run_fail(*, run_id: str, error: str, code: str = "agent_error",
         if segment is not None and segment.lease and run.lease_owner != segment.lease:
             return None
         interrupts.interrupts_cancel_pending(run=run, actor=None)
-        interrupts.interrupts_close_decided(run=run, actor=None)
+        if run.status not in ANSWERS_USED:
+            interrupts.interrupts_close_decided(run=run, actor=None)
+        # Else the failed segment was given its answers: they stay decided, and a retry
+        # gives them again (the graph takes them only if it had not yet).
         run.error = error[:10000]
         run.error_detail = (detail or error)[:10000]
         run.lease_owner, run.lease_expires_at, run.retry_at = "", None, None
@@ -389,14 +401,20 @@ def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
                            "run instead", code="thread_moved_on")
         # The failure stays in the audit trail (its status row and this one's payload);
         # the run no longer shows it.
-        failed = {"error": run.error, "error_detail": run.error_detail}
+        failed = {"error": run.error, "error_detail": run.error_detail,
+                  "attempt": run.attempt,
+                  "failed_at": run.finished_at.isoformat() if run.finished_at else None}
         run.retry_at = timezone.now()
         run.retry_reason = "Retry requested"
         run.finished_at = None
         run.error = run.error_detail = ""
+        # Counted: should it fail again, every surface says so ("attempt 2").
+        run.manual_retries += 1
         run_transition(run=run, to=Status.RETRYING, actor=actor, surface=surface,
-                       payload={"code": "retry_requested", "failed": failed},
-                       fields=("retry_at", "retry_reason", "error", "error_detail"))
+                       payload={"code": "retry_requested", "failed": failed,
+                                "attempt": run.attempt},
+                       fields=("retry_at", "retry_reason", "error", "error_detail",
+                               "manual_retries"))
         _enqueue_retry_on_commit(run, 0)
     return run
 
@@ -412,40 +430,57 @@ def _enqueue_retry_on_commit(run: AgentRun, delay_seconds: float) -> None:
 def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
     """Cancel an unfinished run (its owner, or a reviewer); its open questions with it.
 
-    A running segment sees the cancel between two graph steps and stops there
-    (``execution.executor``)."""
+    A running segment hears of it at once (``execution.stop``): its model calls in flight
+    are cut, and it stops before its next graph step (``execution.executor``)."""
     with transaction.atomic():
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
         if run.is_finished:
             raise Conflict(f"run is already {run.status}", code="run_finished")
-        interrupts.interrupts_cancel_pending(run=run, actor=actor, surface=surface)
-        interrupts.interrupts_close_decided(run=run, actor=actor, surface=surface)
-        run.lease_owner, run.lease_expires_at = "", None
-        run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface,
-                       fields=LEASE_FIELDS)
-        history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
-        # Listeners learn of the cancel now, not when a live segment next looks (a hung
-        # model call may keep it for minutes); the fence keeps that segment off the
-        # channel from here on.
-        # The event store drops the standalone end's RUN_STARTED when a segment's AG-UI
-        # run is open (streams.storage.SEND_LUA, ``close``).
-        publish_on_commit(run.id, outcomes.standalone_end(run), fence=("close", ""))
+        _cancel_locked(run, actor=actor, surface=surface)
     return run
+
+
+def _cancel_locked(run: AgentRun, *, actor: Any, surface: str,
+                   payload: dict[str, Any] | None = None) -> None:
+    """Cancel ``run``, locked and unfinished, in the caller's transaction."""
+    interrupts.interrupts_cancel_pending(run=run, actor=actor, surface=surface)
+    interrupts.interrupts_close_decided(run=run, actor=actor, surface=surface,
+                                        used=run.status in ANSWERS_USED)
+    run.lease_owner, run.lease_expires_at = "", None
+    run_transition(run=run, to=Status.CANCELLED, actor=actor, surface=surface,
+                   fields=LEASE_FIELDS, payload=payload)
+    history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)
+    # A running segment stops now, its model call in flight cut (execution.stop).
+    stop_on_commit(run.id)
+    # Listeners learn of the cancel now, not when a live segment next looks (a hung
+    # model call may keep it for minutes); the fence keeps that segment off the
+    # channel from here on.
+    # The event store drops the standalone end's RUN_STARTED when a segment's AG-UI
+    # run is open (streams.storage.SEND_LUA, ``close``).
+    publish_on_commit(run.id, outcomes.standalone_end(run), fence=("close", ""))
 
 
 def interrupts_answer(*, actor: Any, run_id: Any, answers: list[Answer],
                       surface: str = "api") -> AgentRun:
-    """Answer a run's interrupts (``hitl.decide.interrupts_decide``). A cancel of a
-    question whose format has no decline (``CancelsRun``: nothing recorded) cancels the
-    run instead (``run_cancel``, audited as the actor's): the run comes back cancelled,
-    with its interrupts as ``interrupt_rows``, as a decision returns it."""
-    try:
-        return interrupts_decide(actor=actor, run_id=run_id, answers=answers, surface=surface)
-    except CancelsRun:
-        pass  # rolled back; the cancel takes its own lock
-    run = run_cancel(actor=actor, run_id=run_id, surface=surface)
-    run.interrupt_rows = list(AgentInterrupt.objects.filter(run=run))  # Meta.ordering
+    """Answer a run's interrupts: what every surface calls (REST, AG-UI, the chat pages
+    and the admin, through ``hitl.card_answer`` for the cards).
+
+    ``hitl.decide.interrupts_decide`` checks and records the answers. A cancel of a
+    question whose format has no decline cancels the run instead, in the same
+    transaction under the run's lock (so no answer of someone else's lands between the
+    two), audited as the actor's with the question named in the run's status row. The
+    run comes back as a decision returns it, with its interrupts as ``interrupt_rows``
+    (``run.status`` says which it was)."""
+    def cancel_instead(run: AgentRun) -> None:
+        _cancel_locked(run, actor=actor, surface=surface, payload={
+            "code": "question_cancelled",
+            "interrupt_ids": [a.interrupt_id for a in answers if a.status == "cancelled"]})
+
+    run = interrupts_decide(actor=actor, run_id=run_id, answers=answers, surface=surface,
+                            cancel_run=cancel_instead)
+    if run.status == Status.CANCELLED:
+        run.interrupt_rows = list(AgentInterrupt.objects.filter(run=run))  # Meta.ordering
     return run
 
 

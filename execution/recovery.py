@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,9 @@ from ag_ui.core import BaseEvent
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agui.events import run_started, step_finished, text_end, tool_call_end
+from agui.events import messages_snapshot, run_started, step_finished, text_end, tool_call_end
 from agui.mapper import EventMapper
+from runs.models import Message
 from streams.keys import counter_key, event_key, run_channel
 from streams.publish import redis_client
 
@@ -161,3 +163,23 @@ def _last_run(channel: str) -> list[dict[str, Any]] | None:
         if event.get("type") == "RUN_STARTED":
             return list(reversed(tail))
     return None
+
+
+def restated(*, message_id: str, text: str) -> list[BaseEvent]:
+    """``MESSAGES_SNAPSHOT`` of the conversation with the run's assistant message as it
+    stands: its stored content, then ``text`` (what the segment keeps so far); nothing
+    for a run without an assistant message.
+
+    For a segment that goes on after an attempt whose text listeners saw but which will
+    be streamed anew (a model call cut mid-stream runs again): without it every listener
+    appends the repeat to the cut-off part ("…The tool said:Thanks. The tool said: …").
+    A snapshot replaces the messages (AG-UI), so the new stream continues from it."""
+    try:
+        uuid.UUID(message_id)
+    except ValueError:
+        return []
+    conversation = Message.objects.filter(pk=message_id).values("conversation_id")[:1]
+    rows = list(Message.objects.filter(conversation_id=conversation)
+                .values_list("id", "role", "content", named=True))
+    return [messages_snapshot([row._replace(content=row.content + text)
+                               if str(row.id) == message_id else row for row in rows])]

@@ -12,6 +12,7 @@ from django.db import OperationalError, close_old_connections
 
 from execution import executor, graphs, lifecycle, retries
 from execution.reaper import Heartbeat, Reaper
+from execution.stop import StopWatch
 from runs.services import EXECUTE_TASK
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ def run_execute(self, run_id: str, segments_done: int | None = None, lease: str 
     close_old_connections()
     segment = None
     heartbeat = None
+    # Listening before the claim: a cancel after it is heard (execution.stop).
+    stop = StopWatch(run_id).start()
     try:
         segment = lifecycle.run_claim(run_id=run_id, segments_done=segments_done, lease=lease,
                                       worker=self.request.hostname or "")
@@ -73,7 +76,7 @@ def run_execute(self, run_id: str, segments_done: int | None = None, lease: str 
             return
         heartbeat = Heartbeat(segment)
         heartbeat.start()
-        executor.execute(segment, lost=heartbeat.lost)
+        executor.execute(segment, lost=heartbeat.lost, stop=stop)
     except TRANSIENT as exc:
         if self.request.retries < self.max_retries:
             log.warning("run %s: transient failure, retrying: %s", run_id, exc)
@@ -87,6 +90,7 @@ def run_execute(self, run_id: str, segments_done: int | None = None, lease: str 
     except Exception as exc:
         _segment_failed(run_id, segment, exc)
     finally:
+        stop.close()
         if heartbeat is not None:
             heartbeat.stop()
         close_old_connections()

@@ -1,7 +1,8 @@
 """The approval queue: the AgentInterrupt changelist and its decide pages.
 
-Every write goes through ``hitl.decide.interrupt_decide(..., surface="admin")``, which
-locks, checks permission and status, validates and audits; this module only turns
+Every answer goes through ``execution.lifecycle.interrupts_answer(..., surface="admin")``
+(the decide page's card through ``hitl.card_answer``), which locks, checks permission and
+status, validates and audits; this module only turns
 forms into calls and errors into messages. Who sees what comes from ``hitl.selectors``:
 a reviewer (``hitl.decide_interrupt``) sees every run's interrupts, other staff their own.
 """
@@ -33,14 +34,16 @@ from django.utils.http import urlencode
 from agentsite.admin_base import ReadOnlyAdmin
 from agentsite.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound, ServiceError
 from agentsite.form_guard import check_items
-from execution.lifecycle import run_cancel
+from execution.lifecycle import interrupts_answer
 from hitl.assign import interrupt_assign
-from hitl.cards import article, card_context, decide_from_post
-from hitl.decide import interrupt_decide
+from hitl.card_answer import card_answer
+from hitl.cards import article, card_context
+from hitl.decide import Answer
 from hitl.formats import FORMATS, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, may_decide, tally
 from hitl.selectors import can_decide, decidable_interrupts
+from pages.markdown import render_inline
 from runs import registry
 from runs.models import Message
 
@@ -131,7 +134,9 @@ class AssignmentFilter(admin.SimpleListFilter):
         if self.value() == "me":
             return queryset.filter(assignees=user)
         if self.value() == "groups":
-            return queryset.filter(assigned_groups__in=user.groups.all()).distinct()
+            # A subquery, not DISTINCT (``request`` is a json column: no equality operator).
+            return queryset.filter(pk__in=AgentInterrupt.objects.filter(
+                assigned_groups__in=user.groups.all()).values("pk"))
         if self.value() == "none":
             return queryset.filter(assignees__isnull=True, assigned_groups__isnull=True)
         return queryset
@@ -242,8 +247,12 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
     @admin.display(description="question")
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
-        # Cut on a word boundary: the column is wide enough for two or three lines.
-        return text if len(text) <= 200 else text[:200].rsplit(" ", 1)[0] + " …"
+        if len(text) <= 200:
+            return render_inline(text)  # `code` and **bold** as the card's title shows them
+        # Cut on a word boundary: the column is wide enough for two or three lines (a
+        # word longer than that wraps: admin_queue.css). The whole question is its title.
+        return format_html('<span title="{}">{}</span>', text[:2000],
+                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"))
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:
@@ -410,9 +419,9 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
                 try:
                     # Each row is its own transaction inside the service: one refused row
                     # leaves the others decided, and none half done.
-                    interrupt_decide(actor=request.user, run_id=row.run_id,
-                                     interrupt_id=row.interrupt_id, payload=payload,
-                                     surface=SURFACE)
+                    interrupts_answer(actor=request.user, run_id=row.run_id,
+                                      surface=SURFACE, answers=[Answer(
+                                          interrupt_id=row.interrupt_id, payload=payload)])
                 except ServiceError as err:
                     skipped[skip_reason(err)] += 1
                 else:
@@ -463,7 +472,7 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
             "chat_url": _chat_url(obj),
             "conversation": list(Message.objects.filter(conversation_id=obj.run.conversation_id)
                                  .exclude(content="").order_by("created_at", "id")[:100]),
-            "edit_pair": _edit_pair(obj),
+            "edit_pairs": _edit_pairs(obj),
             "interrupt_api_url": f"/api/interrupts/{obj.pk}/",
             "queue_events_url": "/api/events/",
         }
@@ -471,14 +480,19 @@ class AgentInterruptAdmin(ReadOnlyAdmin):
 
     def _decide(self, request: HttpRequest,
                 obj: AgentInterrupt) -> HttpResponse | tuple[dict[str, list[str]], Any]:
-        errors, _status, keep = decide_from_post(
-            actor=request.user, interrupt=obj, data=request.POST, surface=SURFACE,
-            cancel_run=lambda: run_cancel(actor=request.user, run_id=obj.run_id,
-                                          surface=SURFACE))
-        if errors is not None:
+        outcome = card_answer(actor=request.user, interrupt=obj, data=request.POST,
+                              surface=SURFACE)
+        if not outcome.recorded:
             # Shown once, on the card (focused, tied to its field): no second message.
-            return errors, request.POST if keep else None
-        self.message_user(request, f"Answered: {obj.message or obj.kind}", messages.SUCCESS)
+            return outcome.errors, request.POST if outcome.keep_values else None
+        question = obj.message or obj.kind
+        if outcome.run_cancelled:
+            self.message_user(request, f"Cancelled “{question}”, and with it the run.",
+                              messages.SUCCESS)
+        elif request.POST.get("_status") == "cancelled":
+            self.message_user(request, f"Cancelled: {question}", messages.SUCCESS)
+        else:
+            self.message_user(request, f"Answered: {question}", messages.SUCCESS)
         return HttpResponseRedirect(self._after_decision(request, obj))
 
     def _after_decision(self, request: HttpRequest, obj: AgentInterrupt) -> str:
@@ -569,15 +583,26 @@ def _chat_url(obj: AgentInterrupt) -> str | None:
         return None
 
 
-def _edit_pair(obj: AgentInterrupt) -> tuple[str, str] | None:
-    """For a review answered with an edit: the proposal and the edited version, as JSON."""
-    # A review answered "edit" (the only answer that carries an edited copy of its request).
+def _edit_pairs(obj: AgentInterrupt) -> list[dict[str, str]]:
+    """What an answer edited, each beside the original, as JSON: a review's proposal, or
+    each tool call that ran with edited arguments (the format's ``call_decisions``)."""
+    def pretty(value: Any) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+    # A review answered "edit" (the only answer of ours that carries an edited copy).
     decision = obj.decision if isinstance(obj.decision, dict) else {}
     request = obj.request if isinstance(obj.request, dict) else {}
-    if decision.get("decision") != "edit" or "proposal" not in request:
-        return None
-    return (json.dumps(request.get("proposal"), indent=2, ensure_ascii=False),
-            json.dumps(decision.get("edited"), indent=2, ensure_ascii=False))
+    if decision.get("decision") == "edit" and "proposal" in request:
+        return [{"original_title": "Original proposal", "edited_title": "Edited version",
+                 "original": pretty(request.get("proposal")),
+                 "edited": pretty(decision.get("edited"))}]
+    if obj.decision is None:
+        return []
+    return [{"original_title": f"{call.name}: the arguments the agent asked for",
+             "edited_title": f"{call.name}: the arguments it ran with",
+             "original": pretty(call.args), "edited": pretty(call.ran_args)}
+            for call in obj.format.call_decisions(obj.decision)
+            if call.decision == "edit" and call.ran_args is not None]
 
 
 # The policy models' admin (standing approvals, webhooks, delivery log) lives beside this.

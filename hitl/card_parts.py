@@ -54,6 +54,24 @@ CHOICE_LABELS = {"approve": "Approve", "edit": "Edit the arguments", "reject": "
                  "response": "Respond", "ignore": "Ignore"}
 
 
+# The middleware's default description: this prefix, then the call again ("\n\nTool:
+# <name>\nArgs: {python repr}"). Cards and question lines show the call itself, readably.
+DEFAULT_PREFIX = "Tool execution requires approval"
+
+
+def own_description(description: str | None, name: str) -> str:
+    """What the agent says about a tool call, without the middleware's default text
+    (which says nothing the call does not)."""
+    text = re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
+                  flags=re.S).strip()
+    return "" if text == DEFAULT_PREFIX else text
+
+
+# Under the JSON editor of a tool whose argument schema nobody gave us (no form to build).
+NO_SCHEMA_HELP = ("This tool's argument schema is not known here, so the arguments are not "
+                  "checked before they are sent: the tool checks them when it runs.")
+
+
 def tool_row(*, name: str, args: Any, description: str, allowed: list[str],
              args_schema: dict[str, Any] | None, posted: Any, suffix: str = "",
              buttons: bool = True, inbox: bool = False) -> dict[str, Any]:
@@ -63,10 +81,7 @@ def tool_row(*, name: str, args: Any, description: str, allowed: list[str],
     a batch) the decision is a radio group and the card has one submit.
     """
     approve = "accept" if inbox else "approve"
-    # The middleware's default description repeats the call ("\n\nTool: <name>\nArgs:
-    # {python repr}"): the card shows the call itself, readably, so that tail goes.
-    description = re.sub(rf"\s*Tool: {re.escape(name)}\nArgs: .*\Z", "", description or "",
-                         flags=re.S).strip()
+    description = own_description(description, name)
     decision_name = f"decision{suffix}"
     chosen = posted_text(posted, decision_name) or ""
     row: dict[str, Any] = {
@@ -114,6 +129,7 @@ def edit_fields(args: Any, args_schema: dict[str, Any] | None, posted: Any,
     text = posted_text(posted, f"edited_json{suffix}")
     return [{"input_name": f"edited_json{suffix}", "kind": "json",
              "label": "Arguments", "required": True, "no_optional": True,
+             "help": NO_SCHEMA_HELP,
              "value": text if text is not None else json.dumps(args, indent=2,
                                                                ensure_ascii=False)}]
 
@@ -140,7 +156,7 @@ def decision_from_post(data: Any, *, name: str, allowed: list[str],
                        args_schema: dict[str, Any] | None, suffix: str = "") -> dict[str, Any]:
     """One middleware ``Decision`` from a form post; FormProblems naming the inputs."""
     choice = data.get(f"decision{suffix}") or ""
-    if not choice and data.get("all") == "approve":
+    if data.get("all") == "approve":  # "Approve all": whatever a row had chosen
         choice = "approve"
     if not choice:
         raise FormProblems({f"decision{suffix}": [f"{name}: choose what to do"]})

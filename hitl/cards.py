@@ -1,31 +1,32 @@
-"""Review cards: the frame every card shares, and form → decide → errors for its post.
+"""Review cards: the frame every card shares, and what a card's form post means.
 
 Shared by every HTML surface (chat pages, admin queue). What a card shows and how its form
 post becomes an answer belong to the interrupt's format (``hitl.formats``: ``template``,
 ``card_context``, ``answer_from_post``, ``summary``); here is only what all cards share:
 who may answer, the state line, errors placed beside their fields with the focus on the
-first one, and the post → ``interrupt_decide`` → errors round trip. Pure but for
-``decide_from_post``: no queries beyond the interrupt's own relations, no writes.
+first one, and a post read as (status, answer). Pure: no queries beyond the interrupt's
+own relations, no writes (``hitl.card_answer`` sends a post to the answer service).
 
 Inputs a format renders as field dicts (``input_name``, ``kind``, ``label``, ``value``;
 see ``hitl/cards/_fields.html``) get their id, errors and ``autofocus`` here. Any card:
-``_status`` = cancelled declines the question (AG-UI status "cancelled").
+``_status`` = cancelled cancels the question (AG-UI status "cancelled"): its format's
+decline, or the run's cancel when it has none (the card's Cancel button says which).
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from hitl import policies
 from hitl.card_parts import readable  # noqa: F401 - what the pages show a run's result with
-from hitl.formats import CardFormError, for_interrupt
+from hitl.formats import CANCELS_RUN, CardFormError, for_interrupt
 from hitl.models import AgentInterrupt
 from hitl.schema_form import FormProblems, humanize  # noqa: F401 - pages.forms reads humanize
 
-__all__ = ["CardFormError", "answer_from_post", "article", "card_context", "decide_from_post",
+__all__ = ["CardFormError", "answer_from_post", "article", "card_context",
            "decision_summary", "late_answer_message", "readable"]
 
 # Where focus returns after a refused answer when no field dict is in error: the first of
@@ -156,6 +157,7 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         "waiting_for_reviewer": waiting_for_reviewer,
         "assigned_to": _assigned_to(interrupt) if pending and not preview else [],
         "approvals_label": "" if preview else _approvals_label(interrupt),
+        **_cancel_button(fmt),
     }
     card = {**fmt.card_context(None if pending else interrupt.decision, values), **frame}
     shown = _place_errors(card, errors, dom_id)
@@ -171,6 +173,11 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
         answered_then_closed = (interrupt.status == AgentInterrupt.Status.CANCELLED
                                 and interrupt.decision is not None and decider is not None)
         card["not_applied"] = answered_then_closed
+        # Answered and given to a segment that failed (``execution.lifecycle.run_fail``
+        # keeps such an answer decided): the agent had it; a retry goes on from there.
+        run = interrupt.run if AgentInterrupt.run.is_cached(interrupt) else None
+        card["used_then_failed"] = (interrupt.status == AgentInterrupt.Status.DECIDED
+                                    and run is not None and run.status == "failed")
         if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
                 or answered_then_closed:
             card["summary"] = fmt.summary(interrupt.decision)
@@ -186,6 +193,17 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
                                else "Waiting for an answer" if can_answer
                                else "Waiting (read-only)")
     return card
+
+
+def _cancel_button(fmt: Any) -> dict[str, str]:
+    """What the card's Cancel button says it does: the format's decline, or, for a
+    question with none, the run's cancel (``hitl.decide``)."""
+    if fmt.cancelled_value() is CANCELS_RUN:
+        return {"cancel_label": "Cancel the run",
+                "cancel_help": "This question has no way to decline it: cancelling it "
+                               "cancels the whole run."}
+    return {"cancel_label": "Cancel this question",
+            "cancel_help": "Declines it: the agent is told it was cancelled by you."}
 
 
 def _focus(card: dict[str, Any], errors: dict[str, list[str]]) -> str:
@@ -251,49 +269,3 @@ def late_answer_message(interrupt: AgentInterrupt, err: Any, actor: Any) -> str:
     if err.code == "run_not_paused":
         return f"The run moved on before your answer to “{question}” arrived."
     return str(err.detail)
-
-
-def decide_from_post(*, actor: Any, interrupt: AgentInterrupt, data: Any, surface: str,
-                     cancel_run: Callable[[], Any] | None = None,
-                     ) -> tuple[dict[str, list[str]] | None, int, bool]:
-    """Answer ``interrupt`` from its card's form post, as ``actor``. ``cancel_run``: the
-    surface's run cancel (``execution.lifecycle.run_cancel``, a layer above), called when
-    the post cancels a question with no decline (``hitl.decide.CancelsRun``).
-
-    Returns (errors, HTTP status, keep_values): (None, 200, False) when recorded; else the
-    card's errors by field, the status the refusal means (400: fix the form; 403, 409, 410:
-    the card turns read-only and says why), and whether to show the posted values again.
-    """
-    from agentsite.errors import InvalidInput, ServiceError
-    from agentsite.limits import check_answer_size
-    from agentsite.parsers import MAX_DEPTH, check_value
-    from hitl.decide import CancelsRun, interrupt_decide
-
-    try:
-        try:
-            status, answer = answer_from_post(interrupt, data)
-        except RecursionError:  # a JSON editor's text nested past what json can parse
-            raise InvalidInput("nested too deep", fields={
-                "payload": [f"JSON is nested deeper than {MAX_DEPTH} levels"]}) from None
-        # What the API's JSON parser and serializer refuse, refused here too (a JSON
-        # editor's "\u0000", NaN, a 2 MB answer): a 400 on the card, nothing recorded.
-        check_value(answer)
-        check_answer_size(answer)
-        try:
-            interrupt_decide(actor=actor, run_id=interrupt.run_id,
-                             interrupt_id=interrupt.interrupt_id, payload=answer,
-                             status=status, surface=surface)
-        except CancelsRun:
-            if cancel_run is None:
-                raise
-            cancel_run()  # nothing was recorded: the run is cancelled instead
-    except CardFormError as err:
-        return err.fields, 400, True
-    except InvalidInput as err:
-        return err.fields or {"__all__": [err.detail]}, 400, True
-    except ServiceError as err:
-        # Someone answered first, the run moved on, the deadline passed, or a policy
-        # (four-eyes, assignment) refuses: read the row again to say who and what.
-        interrupt.refresh_from_db(fields=["status", "decided_by", "decided_at", "decision"])
-        return {"__all__": [late_answer_message(interrupt, err, actor)]}, err.status, False
-    return None, 200, False

@@ -8,6 +8,7 @@ payload, records the decision with an audit row, and enqueues the resume on comm
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -28,9 +29,8 @@ from streams.publish import notify_user_on_commit
 
 
 class CancelsRun(Conflict):
-    """A cancelled answer to a question whose format has no decline (``CANCELS_RUN``):
-    nothing was recorded; the caller cancels the run instead
-    (``execution.lifecycle.interrupts_answer``)."""
+    """A cancelled answer to a question whose format has no decline (``CANCELS_RUN``),
+    given no ``cancel_run``: nothing was recorded."""
 
     code = "cancels_run"
 
@@ -51,10 +51,16 @@ def interrupt_decide(*, actor: Any, run_id: Any, interrupt_id: str, payload: Any
 
 
 def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
-                      surface: str = "api") -> AgentRun:
+                      surface: str = "api",
+                      cancel_run: Callable[[AgentRun], Any] | None = None) -> AgentRun:
     """Answer one or several interrupts of a run at once; resume when none is left pending.
     Returns the run as committed, with its interrupts as ``interrupt_rows``
-    (``_as_decided``)."""
+    (``_as_decided``).
+
+    ``cancel_run``: what a cancelled answer to a question with no decline does instead
+    (``CANCELS_RUN``; ``execution.lifecycle.interrupts_answer`` cancels the run), called
+    with the locked run after every check and before any write, in this transaction;
+    without it such an answer is refused (``CancelsRun``)."""
     ids = _check_answers(answers)
     run_uuid = _run_uuid(run_id)
     with transaction.atomic():
@@ -62,8 +68,15 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
         _check_decidable(run, [rows[i] for i in ids])
         _check_policy(actor, run, [rows[i] for i in ids])
         expired = _expire_due(run, [rows[i] for i in ids], actor=actor, surface=surface)
+        ending = None if expired else _cancels_run(rows, answers)
+        if ending is not None:
+            if cancel_run is None:
+                raise CancelsRun(f"interrupt {ending} cannot be declined: cancelling it "
+                                 "cancels the run", extra={"interrupt_ids": [ending]})
+            # Under the lock taken above: no one else's answer lands before the cancel.
+            cancel_run(run)
+            return run
         if not expired:
-            _check_declinable(rows, answers)
             clean = _validated(rows, answers)
             _check_votes(actor, rows, answers, clean)
             _record(run, rows, answers, clean, actor=actor, surface=surface)
@@ -154,13 +167,14 @@ def _check_policy(actor: Any, run: AgentRun, named: list[AgentInterrupt]) -> Non
             raise refused
 
 
-def _check_declinable(rows: dict[str, AgentInterrupt], answers: list[Answer]) -> None:
-    # Before any write: the graph would refuse the cancel's resume value (the run failed).
+def _cancels_run(rows: dict[str, AgentInterrupt], answers: list[Answer]) -> str | None:
+    """The first cancelled answer to a question with no decline: the graph would refuse
+    its resume value (the run would fail), so the run is cancelled instead."""
     for answer in answers:
         if answer.status == "cancelled" and \
                 rows[answer.interrupt_id].format.cancelled_value() is CANCELS_RUN:
-            raise CancelsRun(f"interrupt {answer.interrupt_id} cannot be declined: cancelling "
-                             "it cancels the run", extra={"interrupt_ids": [answer.interrupt_id]})
+            return answer.interrupt_id
+    return None
 
 
 def _check_votes(actor: Any, rows: dict[str, AgentInterrupt], answers: list[Answer],

@@ -90,8 +90,9 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
 
 def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
                     audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
-    """Store the graph's new questions ``[(interrupt id, value[, response_schema])]`` as
-    pending rows: the raw value verbatim, its format (recognised once, here) and schema,
+    """Store the graph's new questions ``[(interrupt id, value[, response_schema[,
+    args_schemas]])]`` as pending rows: the raw value verbatim, its format (recognised
+    once, here), its schema and its tools' argument schemas,
     with their policy (the request's over the agent's); standing approvals answer
     matching ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
     ``audits``, it inserts the audit rows added there (else they are inserted here)."""
@@ -102,11 +103,13 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
     rows, rules = [], []
     for interrupt_id, value, *more in requests:
         schema = more[0] if more and isinstance(more[0], dict) else None
-        fmt = recognise(value, schema)
+        tools = more[1] if len(more) > 1 and isinstance(more[1], dict) else None
+        fmt = recognise(value, schema, tools)
         rule = policies.effective(fmt, spec.policy if spec else None, now)
         rows.append(AgentInterrupt(
             run=run, interrupt_id=interrupt_id, kind=fmt.name, request=value,
-            response_schema=schema, expires_at=fmt.expires_at() or rule.expires_at,
+            response_schema=schema, args_schemas=tools,
+            expires_at=fmt.expires_at() or rule.expires_at,
             requester_may_decide=rule.requester_may_decide,
             required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
             default_answer=rule.default, escalate_at=rule.escalate_at,
@@ -205,11 +208,21 @@ def interrupts_cancel_pending(*, run: AgentRun, actor: Any, surface: str = "") -
     return len(pending)
 
 
-def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "") -> int:
-    """Close the run's answers no segment will apply (the run is ending: cancelled or
-    failed) as cancelled, keeping the decision; return how many."""
+def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "",
+                             used: bool = False) -> int:
+    """Close the run's answers not yet applied (the run is ending); return how many.
+
+    ``used``: the run's segment was given them (the run was running or retrying): they
+    are applied, as a segment that ends applies its answers. Otherwise no segment will
+    apply them: cancelled, keeping the decision."""
     decided = list(AgentInterrupt.objects.select_for_update().filter(
         run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
+    if used:
+        audits: list[AuditLog] = []
+        interrupts_mark_applied(run=run, interrupt_ids=[i.interrupt_id for i in decided],
+                                now=timezone.now(), audits=audits)
+        audits_save(audits)
+        return len(decided)
     for item in decided:
         interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,
                              actor=actor, surface=surface)

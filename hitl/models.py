@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.utils import timezone
 
+from agentsite.fields import VerbatimJSONField
 from runs.models import AgentRun
 
 
@@ -25,12 +26,20 @@ class AgentInterrupt(models.Model):
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="interrupts")
     interrupt_id = models.CharField(max_length=64, help_text="LangGraph interrupt id")
     kind = models.CharField(max_length=40, help_text="its format (hitl.formats)")
-    # Nullable: ``interrupt(None)`` is stored as SQL NULL and reads back as None.
-    request = models.JSONField(null=True,
-                               help_text="the value the graph passed to interrupt(), verbatim")
-    response_schema = models.JSONField(
+    # Nullable: ``interrupt(None)`` is stored as SQL NULL and reads back as None. Both as
+    # the graph gave them, keys in its order (not jsonb's).
+    request = VerbatimJSONField(null=True,
+                                help_text="the value the graph passed to interrupt(), verbatim")
+    response_schema = VerbatimJSONField(
         null=True, blank=True,
         help_text="the Interrupt's response_schema (JSON Schema), when the graph gave one")
+    # A batched HITLRequest names its tools but carries no argument schema: the worker,
+    # which has the graph's tools, stores them here so that edits are checked (and edit
+    # forms built) before anything is committed.
+    args_schemas = models.JSONField(
+        null=True, blank=True,
+        help_text="JSON Schema of the arguments of each tool the question is about, by "
+                  "tool name, from the graph's tools (null: none known)")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING,
                               db_index=True)
     decision = models.JSONField(null=True, blank=True, help_text="the resume payload")

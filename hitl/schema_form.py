@@ -4,8 +4,10 @@ Used wherever a card edits a value described by a schema: a review's ``editSchem
 argument schema (HumanInTheLoopMiddleware, Agent Inbox), an ``interrupt(response_schema=...)``.
 What it renders: an object's properties (strings, numbers, integers, booleans, enums, arrays
 of enums as checkboxes, arrays of strings one per line), or one scalar; anything richer is
-one JSON editor. Descriptions are help text, ``required`` is honoured, and errors are plain
-words per field ("Steps: add at least one step").
+one JSON editor. Descriptions are help text, ``required`` is honoured (an empty input of a
+required field is missing, text included: the field gets the HTML ``required`` attribute
+and the post is refused), and errors are plain words per field ("Steps: add at least one
+step").
 
 Field order: Postgres ``jsonb`` keeps object keys in its own order (shortest first), so a
 stored schema has lost the order its ``properties`` were written in. Fields follow, in turn:
@@ -181,6 +183,8 @@ def fields(schema: Any, *, name: str, dom_id: str, initial: Any = None,
             "name": key, "input_name": input_name, "id": fid, "kind": kind,
             "label": sub.get("title") or (humanize(key) if key else "Your answer"),
             "help": sub.get("description", ""), "required": req,
+            # The browser refuses it empty too ("" is missing; a list or a box may be empty).
+            "html_required": req and kind not in ("boolean", "enum_list", "string_list"),
             "choices": [_choice(v) for v in (items.get("enum") if kind == "enum_list"
                                              else sub.get("enum") or [])],
             "value": posted_value if posted_value is not None else _initial_text(kind, value),
@@ -244,9 +248,11 @@ def value_from_post(schema: Any, data: Any, *, name: str) -> Any:
             continue
         raw = data.get(input_name) or ""
         text = raw.strip() if kind != "string" else raw
-        if text == "" and not req:
+        # An empty input is a missing value, also for a required text: a form cannot
+        # tell "" from "not filled in" (the API takes "" where the schema does).
+        if not text.strip() and not req:
             continue
-        if text == "" and kind not in ("string", "string_list"):
+        if not text.strip() and kind != "string_list":
             problems[input_name] = [f"{label}: fill this in"]
             continue
         try:
@@ -265,6 +271,9 @@ def value_from_post(schema: Any, data: Any, *, name: str) -> Any:
                 "integer": "enter a whole number", "number": "enter a number",
                 "json": "this is not valid JSON"}.get(kind, "this value is not valid")]
     if problems:
+        if schema.get("properties"):  # the other fields' problems too, all at once
+            for key, messages in plain_errors(root, value, name=name).items():
+                problems.setdefault(key, messages)
         raise FormProblems(problems)
     return value if schema.get("properties") else value.get("")
 

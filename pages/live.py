@@ -91,7 +91,9 @@ def _fold(live: RunLive, events: list[dict[str, Any]], message_id: str) -> None:
         elif kind == "MESSAGES_SNAPSHOT":
             for message in event.get("messages", []):
                 if message.get("id") == message_id:
-                    live.snapshot_text = message.get("content") or ""
+                    # The message as it stands: the segment's text so far is replaced
+                    # (a retried attempt streams a cut-off part anew after it).
+                    live.snapshot_text, live.text = message.get("content") or "", ""
         elif kind == "STEP_STARTED":
             live.step = event.get("stepName", "")
         elif kind == "STEP_FINISHED":

@@ -1,10 +1,10 @@
 """The chat pages: conversation list, new chat, the chat page and its fragments.
 
-Views stay thin: reads here, every write through a service (run_start, interrupt_decide,
-run_cancel, run_retry). Who may see a conversation: its owner, and reviewers
-(hitl.decide_interrupt, a superuser included: hitl.selectors), who may answer its cards,
-cancel its run and retry it when it failed, as on every surface, but not write in it;
-anyone else gets a 404.
+Views stay thin: reads here, every write through a service (run_start, interrupts_answer
+through hitl.card_answer, run_cancel, run_retry). Who may see a conversation: its owner,
+and reviewers (hitl.decide_interrupt, a superuser included: hitl.selectors), who may
+answer its cards, cancel its run and retry it when it failed, as on every surface, but
+not write in it; anyone else gets a 404.
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ from agentsite.errors import Conflict, InvalidInput, ServiceError
 from agentsite.parsers import MAX_DEPTH, check_value
 from execution.lifecycle import run_cancel, run_retry
 from hitl import policies
-from hitl.cards import card_context, decide_from_post
+from hitl.card_answer import card_answer
+from hitl.cards import card_context
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide, is_reviewer
 from pages.forms import input_fields, input_from_post
 from pages.live import read_runs
 from pages.markdown import render_markdown
 from pages.retrying import retry_banner
+from pages.tool_chips import chips
 from runs import registry
 from runs.models import AgentRun, Conversation, Message
 from runs.services import run_start
@@ -189,7 +191,7 @@ def _build_blocks(conversation: Conversation, runs: list[AgentRun],
             "run": run, "messages": items, "cards": cards,
             "pending": sum(1 for c in cards if c["pending"]),
             "answerable": sum(1 for c in cards if c["answerable"]),
-            "tools": state.tool_calls if state else [],
+            "tools": chips(state.tool_calls, interrupts[run.id]) if state else [],
             "step": state.step if state else "",
             "live": run.status in AgentRun.LIVE,
             "last_event_id": state.last_event_id if state else 0,
@@ -400,11 +402,10 @@ def answer(request: HttpRequest, conversation_id: str, interrupt_id: str) -> Htt
                                      interrupt_id=interrupt_id).first()
     if interrupt is None:
         raise Http404("no such question")
-    errors, status, keep = decide_from_post(
-        actor=request.user, interrupt=interrupt, data=request.POST, surface="page",
-        cancel_run=lambda: run_cancel(actor=request.user, run_id=interrupt.run_id,
-                                      surface="page"))
-    if errors is None:
+    outcome = card_answer(actor=request.user, interrupt=interrupt, data=request.POST,
+                          surface="page")
+    errors, status, keep = outcome.errors, outcome.status, outcome.keep_values
+    if outcome.recorded:
         if _is_htmx(request):
             interrupt = _interrupts().get(pk=interrupt.pk)
             return render(request, "hitl/cards/card.html",

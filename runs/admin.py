@@ -82,7 +82,8 @@ class UsageInline(admin.TabularInline):
 
 
 # The run page's sections: what went wrong and the retries, then the tokens used.
-FAILURE_FIELDS = ["error", "error_detail", "retries", "retry_at", "retry_reason"]
+FAILURE_FIELDS = ["error", "error_detail", "retries", "retry_at", "retry_reason",
+                  "manual_retries"]
 USAGE_FIELDS = ["model_name", "input_tokens", "output_tokens", "total_tokens"]
 
 
@@ -289,30 +290,49 @@ class AuditLogAdmin(ReadOnlyAdmin):
 
 
 def timeline(run: AgentRun) -> list[dict[str, Any]]:
-    """The run's segments in order, each with the interrupts it asked and their answers.
+    """The run's segments in order, one entry per attempt at each, with the interrupts it
+    asked (and their answers) and the tokens it used.
 
-    A segment starts when the run goes to ``running`` (audit rows are the record); an
-    interrupt belongs to the segment during which it was created.
+    A segment starts when the run goes to ``running`` from ``queued`` or ``resuming``
+    (audit rows are the record), as ``AgentRun.segments`` counts them; going to
+    ``running`` from ``retrying`` is another attempt at the same segment. An interrupt or
+    a usage row belongs to the attempt during which it was created (a failed attempt's
+    usage is recorded just before the run goes ``retrying`` or ``failed``).
     """
     changes = list(run.audit_log.filter(action=AuditLog.Action.RUN_STATUS).order_by("id"))
     interrupts = list(run.interrupts.select_related("decided_by").order_by("created_at", "id"))
-    segments: list[dict[str, Any]] = []
+    attempts: list[dict[str, Any]] = []
+    number = 0
     for change in changes:
         if change.to_status == AgentRun.Status.RUNNING:
-            segments.append({"number": len(segments) + 1, "started_at": change.created_at,
-                             "ended_at": None, "ended_as": "", "interrupts": []})
-        elif segments and segments[-1]["ended_at"] is None and change.from_status == "running":
-            segments[-1]["ended_at"] = change.created_at
-            segments[-1]["ended_as"] = change.to_status
+            retried = change.from_status == AgentRun.Status.RETRYING and attempts
+            number = number if retried else number + 1
+            attempts.append({"number": number,
+                             "attempt": attempts[-1]["attempt"] + 1 if retried else 1,
+                             "started_at": change.created_at, "ended_at": None,
+                             "ended_as": "", "interrupts": [], "usage": []})
+        elif attempts and attempts[-1]["ended_at"] is None and change.from_status == "running":
+            attempts[-1]["ended_at"] = change.created_at
+            attempts[-1]["ended_as"] = change.to_status
     for item in interrupts:
-        owner = segments[0] if segments else None
-        for segment in segments:
-            if segment["started_at"] <= item.created_at:
-                owner = segment
-        if owner is None:
-            owner = {"number": 0, "started_at": None, "ended_at": None, "ended_as": "",
-                     "interrupts": []}
-            segments.insert(0, owner)
+        owner = _attempt_at(attempts, item.created_at)
         item.decision_json = json.dumps(item.decision, indent=1, ensure_ascii=False)
         owner["interrupts"].append(item)
-    return segments
+    for usage in run.usage.all():
+        if attempts:
+            _attempt_at(attempts, usage.created_at)["usage"].append(usage)
+    return attempts
+
+
+def _attempt_at(attempts: list[dict[str, Any]], when: Any) -> dict[str, Any]:
+    """The attempt that was running at ``when`` (the latest one started by then, else the
+    first); with no attempt yet, a group "before the first segment"."""
+    found = next((a for a in reversed(attempts)
+                  if a["started_at"] is not None and a["started_at"] <= when), None)
+    if found is None and attempts:
+        found = attempts[0]
+    if found is None:
+        found = {"number": 0, "attempt": 1, "started_at": None, "ended_at": None,
+                 "ended_as": "", "interrupts": [], "usage": []}
+        attempts.insert(0, found)
+    return found

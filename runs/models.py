@@ -19,6 +19,9 @@ class Conversation(models.Model):
                               related_name="conversations")
     agent = models.CharField(max_length=100)
     title = models.CharField(max_length=200, blank=True)
+    # What a client attached to the thread (the LangGraph API's thread metadata: searched
+    # by containment); never read by the engine.
+    metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -91,6 +94,12 @@ class AgentRun(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
     input = models.JSONField(default=dict, blank=True)
+    # What the starting client attached to the run (LangGraph API run metadata).
+    metadata = models.JSONField(default=dict, blank=True)
+    # LangGraph stream modes the starting client asked for (``values``, ``updates``, …):
+    # the worker streams them too and publishes each part on the run's channel, beside
+    # the AG-UI events, for every segment of the run (``execution.stream_modes``).
+    stream_modes = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     assistant_message = models.ForeignKey(Message, null=True, blank=True,
@@ -108,13 +117,18 @@ class AgentRun(models.Model):
     # Ended, and its thread's checkpoint history seen to (execution.checkpoint_pruning).
     checkpoints_pruned = models.BooleanField(default=False)
     # What went wrong, technically (exception and provider answer), for the admin and a
-    # disclosure; ``error`` holds the plain words a person reads.
+    # disclosure; ``error`` holds the plain words a person reads. Only while ``retrying``
+    # or ``failed`` (``runs.services.run_transition`` clears it when the run moves on).
     error_detail = models.TextField(blank=True)
     # Automatic retries after transient provider failures, counted against the run's
-    # budget (MODEL_RUN_RETRIES); while ``retrying``, when the next attempt is due and why.
+    # budget (MODEL_RUN_RETRIES); while ``retrying``, when the next attempt is due and why
+    # (cleared when it leaves ``retrying``).
     retries = models.PositiveIntegerField(default=0)
     retry_at = models.DateTimeField(null=True, blank=True)
     retry_reason = models.CharField(max_length=200, blank=True)
+    # How many times a person retried the run after it failed (``run_retry``): its
+    # attempt is one more, so a failure that repeats reads "failed again (attempt 2)".
+    manual_retries = models.PositiveIntegerField(default=0)
     # Token usage of all the run's segments (``SegmentUsage`` holds each one's).
     model_name = models.CharField(max_length=200, blank=True)
     input_tokens = models.PositiveBigIntegerField(default=0)
@@ -145,6 +159,11 @@ class AgentRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @property
+    def attempt(self) -> int:
+        """1 for the run as started, then one more for each retry a person asked for."""
+        return self.manual_retries + 1
 
 
 class SegmentUsage(models.Model):

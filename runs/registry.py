@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from pydantic import BaseModel
 
@@ -65,6 +66,10 @@ class Agent:
     # shows its message whole, when the node ends).
     model_tokens: bool = True
 
+    def __post_init__(self) -> None:
+        for field_name in ("builder", "initial_state"):
+            _require_dotted_path(self.name, field_name, getattr(self, field_name))
+
     def accepts_version(self, version: str) -> bool:
         return version == self.version or version in self.compatible_versions
 
@@ -83,6 +88,27 @@ class Agent:
         """The graph's first state (imports the graph's module: worker only)."""
         make: Callable[[BaseModel, str], dict[str, Any]] = import_string(self.initial_state)
         return make(data, message)
+
+
+class AgentPathError(ImproperlyConfigured):
+    """An entry names its graph or first state by something other than a dotted path."""
+
+
+def _require_dotted_path(agent: str, field_name: str, value: object) -> None:
+    """Refuse, naming the agent, a ``builder`` / ``initial_state`` that is not a dotted
+    path string: every process (web ones too) imports the agent catalog, but only the
+    worker may import graph code, by this path, so the catalog cannot hold the object."""
+    if isinstance(value, str) and "." in value.strip(".") and value.strip() == value:
+        return
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    named = isinstance(module, str) and isinstance(qualname, str)
+    given = (f"the {type(value).__name__} {qualname}" if named
+             else repr(value) if isinstance(value, str) else f"a {type(value).__name__}")
+    path = f"{module}.{qualname}" if named else "myagents.graphs.build"
+    raise AgentPathError(
+        f"agent {agent!r}: {field_name} must be a dotted path string such as {path!r}, "
+        f"not {given}. Web processes load the agent catalog but never import graph code; "
+        f"only the worker imports {field_name} by its path.")
 
 
 _agents: dict[str, Agent] = {}

@@ -87,7 +87,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    run.save(update_fields=["status", "finished_at", "updated_at", *fields])
+    run.save(update_fields=["status", "finished_at", "updated_at", *fields,
+                            *_stale_cleared(run)])
     audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                     from_status=before, to_status=to, payload=payload,
                                     surface=surface)])
@@ -96,6 +97,20 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     if to in AgentRun.FINISHED and notify:
         # The hitl layer (above) tells the assignees or the requester, on commit.
         run_finished.send(sender=AgentRun, run=run)
+
+
+def _stale_cleared(run: AgentRun) -> list[str]:
+    """Clear what describes a state the run has left: the retry's time and reason belong
+    to ``retrying``, the technical detail of a failure to ``retrying`` and ``failed``
+    (the audit rows keep both). Returns the fields changed."""
+    cleared = []
+    if run.status != Status.RETRYING and (run.retry_at is not None or run.retry_reason):
+        run.retry_at, run.retry_reason = None, ""
+        cleared += ["retry_at", "retry_reason"]
+    if run.status not in (Status.RETRYING, Status.FAILED) and run.error_detail:
+        run.error_detail = ""
+        cleared.append("error_detail")
+    return cleared
 
 
 def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = ()) -> None:
@@ -153,11 +168,15 @@ def _pending_ids(run: AgentRun) -> list[str]:
 
 def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
               message: str = "", thread_id: str | None = None,
-              create_thread: bool = False, surface: str = "") -> AgentRun:
+              create_thread: bool = False, surface: str = "",
+              metadata: dict[str, Any] | None = None,
+              stream_modes: Sequence[str] = ()) -> AgentRun:
     """Create a queued run (and its conversation / messages) and enqueue it on commit.
 
     ``create_thread``: a ``thread_id`` the owner has no conversation for yet starts a
     new conversation with that id (AG-UI clients choose their own thread ids).
+    ``metadata``: the client's, kept on the run; ``stream_modes``: LangGraph stream modes
+    the worker also publishes for this run (``AgentRun.stream_modes``).
     """
     spec, clean = _validated_input(agent, input)
     with transaction.atomic():
@@ -171,7 +190,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
             conversation = Conversation.objects.create(
                 owner=owner, agent=agent, title=(message or agent)[:200])
         run = _create_run(owner=owner, conversation=conversation, spec=spec, clean=clean,
-                          message=message)
+                          message=message, metadata=metadata, stream_modes=stream_modes)
         queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
                            to_status=Status.QUEUED,
                            payload={"input": run.input, "message": message}, surface=surface)
@@ -215,7 +234,11 @@ def _locked_thread(*, owner: Any, agent: str, thread_id: str, create: bool,
         created = conversation is not None
     if conversation is None:
         raise NotFound(f"thread {thread_id!r} not found", code="unknown_thread")
-    if conversation.agent != agent:
+    if not conversation.agent:
+        # Made empty (``runs.threads.conversation_create``): its first run names its agent.
+        conversation.agent = agent
+        conversation.save(update_fields=["agent", "updated_at"])
+    elif conversation.agent != agent:
         raise Conflict(f"thread belongs to agent {conversation.agent!r}", code="agent_mismatch")
     return conversation, created
 
@@ -233,14 +256,16 @@ def _check_thread_idle(conversation: Conversation) -> None:
 
 
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
-                message: str) -> AgentRun:
+                message: str, metadata: dict[str, Any] | None = None,
+                stream_modes: Sequence[str] = ()) -> AgentRun:
     # The ids are made here (UUID defaults), so the rows go in without reading any back:
     # the run with its assistant message's id, then both messages with the run's in one
     # INSERT (rows that point at each other; Django's foreign keys are checked at commit).
     assistant = Message(conversation=conversation, role=Message.Role.ASSISTANT, content="")
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
-                   input=clean.model_dump(mode="json"), assistant_message=assistant)
+                   input=clean.model_dump(mode="json"), assistant_message=assistant,
+                   metadata=metadata or {}, stream_modes=list(stream_modes))
     try:
         # No savepoint: the conversation is locked and idle, so this is a last guard, and
         # its error ends the transaction, which run_start leaves with the Conflict.
@@ -255,3 +280,18 @@ def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: Bas
     # The claim's initial state needs the user's text: no need to read it back.
     run.start_message = message
     return run
+
+
+def run_stream_modes_add(*, run_id: Any, modes: Sequence[str]) -> None:
+    """Ask the worker to publish these LangGraph stream modes too, from the run's next
+    segment on (a client resuming a run started elsewhere asks at that segment's start).
+    One UPDATE; the claim reads the list under the run's lock."""
+    run = AgentRun.objects.filter(pk=run_id).only("stream_modes").first()
+    if run is None or set(modes) <= set(run.stream_modes):
+        return
+    with transaction.atomic():
+        # Locked: a concurrent add would otherwise drop one of the two lists.
+        locked = run_locked(run_id)
+        if locked is not None:
+            locked.stream_modes = list(dict.fromkeys([*locked.stream_modes, *modes]))
+            locked.save(update_fields=["stream_modes"])

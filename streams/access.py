@@ -1,8 +1,8 @@
 """Open streams hear at once that their user's access may have changed.
 
-A stream checks its user's access when it opens, then every 30 s while a web process
-holds it (``streams.sse``) and every ``GRIP_RECHECK_SECONDS`` (120 s) while Pushpin does
-(``streams.grip``). When an account may have lost access, its id goes out on the event
+A stream checks its user's access when it opens, then every ``STREAM_RECHECK_SECONDS``
+(30 s), whether a web process holds it (``streams.sse``) or Pushpin does (``streams.grip``:
+its next link). When an account may have lost access, its id goes out on the event
 fan-out (``PUBSUB_CHANNEL``, ``{"access": [ids]}``) once the change commits:
 
 - a direct stream of that user checks again now (``streams.follow``: ``RECHECK``);

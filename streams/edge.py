@@ -20,7 +20,9 @@ dropped and logged.
 Nothing here must be perfect. The proxy checks each channel's ids: an event missing
 (lost while this process or its Redis connection was down, or dropped after the proxy
 refused it) makes it ask the web process for what followed its last id (the store has
-it; ``streams.grip``), and it asks every ``GRIP_RECHECK_SECONDS`` anyway. Two forwarders
+it; ``streams.grip``), and it asks every ``STREAM_RECHECK_SECONDS`` anyway. A queue
+change is not recovered by id: once its fan-out is back after a drop, the forwarder sends
+every held queue stream a ``stream-reset`` (the pages re-read the queue). Two forwarders
 on one proxy publish every event twice: the proxy drops an id it has seen.
 """
 
@@ -76,6 +78,22 @@ def close_items(body: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
         close = Item(HttpStreamFormat(close=True)).export()
         close["channel"] = f"{prefix}{access_channel(user_id)}"
         out.append(close)
+    return out
+
+
+def queue_reset_item(prefix: str = "") -> dict[str, Any]:
+    """A ``stream-reset`` for every held queue stream (``streams.keys.QUEUE_RESET_CHANNEL``):
+    what was published while the fan-out was away never reached the proxy, and a queue
+    change is not stored for it to recover (a run's events are, by id). The pages re-read
+    the queue (static/agentsite/events.js: ``onGap``)."""
+    from gripcontrol import HttpStreamFormat
+    from pubcontrol import Item
+
+    from streams.keys import QUEUE_RESET_CHANNEL
+
+    content = 'event: stream-reset\ndata: {"channels": []}\n\n'
+    out = Item(HttpStreamFormat(content)).export()
+    out["channel"] = f"{prefix}{QUEUE_RESET_CHANNEL}"
     return out
 
 
@@ -178,7 +196,7 @@ class Forwarder:
             while True:
                 redis = aioredis.Redis(**self.redis_kwargs,
                                        client_name=f"agentsite-edge-{os.getpid()}")
-                pubsub = redis.pubsub(ignore_subscribe_messages=True)
+                pubsub = redis.pubsub()
                 try:
                     await pubsub.subscribe(PUBSUB_CHANNEL)
                     print(f"edge forwarder: subscribed; publishing {publisher.where}",
@@ -197,6 +215,10 @@ class Forwarder:
                             batch.append(more)
                         items = []
                         for m in batch:
+                            if m.get("type") == "subscribe":
+                                # (Re)subscribed, at a start too, and also when redis-py
+                                # reconnected by itself: queue changes may have been lost.
+                                items.append(queue_reset_item(self.prefix))
                             if m.get("type") != "message":
                                 continue
                             body = json.loads(m["data"])

@@ -45,6 +45,9 @@ class ChannelEvents:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.missing = 0  # stored ids found missing (expired, or lost with Redis's data)
         self.unreadable = False  # the last store read failed (Redis down)
+        # Times what was published may have been lost for good: the fan-out connection
+        # dropped, or the store became unreadable (a publisher's Redis was down too).
+        self.outages = 0
         self.user_id: str | None = None  # set: yield RECHECK when this user's access changed
 
     def wrap(self, data: str) -> Any:
@@ -63,6 +66,7 @@ class ChannelEvents:
     def on_lost(self) -> None:
         # The connection dropped: what is published until the reader is back is in the
         # store only, if anywhere. Wake the follower now, not after its quiet spell.
+        self.outages += 1
         self.queue.put_nowait(CATCH_UP)
 
     async def __aenter__(self) -> ChannelEvents:
@@ -98,6 +102,7 @@ class ChannelEvents:
             top = await self.counter() if upto is None else upto
             found = await self.stored(last + 1, top)
         except (RedisError, OSError):
+            self.outages += not self.unreadable
             self.unreadable = True
             return []
         self.unreadable = False

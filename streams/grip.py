@@ -8,7 +8,9 @@ stored events after the client's id (our store, ``streams.storage.EventStore``) 
 ``Grip-Hold: stream`` on the channel ``events-<channel>`` with the last id sent as its
 ``prev-id``. The proxy holds the connection; ``streams.edge`` publishes every stored
 event to it with ``id`` / ``prev-id``. When the proxy sees an id that does not follow
-(an event missed), and every ``GRIP_RECHECK_SECONDS`` anyway, it asks the view again
+(an event missed), and as often as a direct stream checks anyway (``_next_check``:
+``STREAM_WATCH_SECONDS`` after a new hold, then up to six times that for a run's stream;
+``STREAM_RECHECK_SECONDS`` for the queue's), it asks the view again
 through the hold's next link (``next_link``): the events after the last id it delivered,
 and the access rule checked again for the user the link was signed for. A run's answer
 also gets the direct stream's run watchdog (``_watchdog``: the run's true state when its
@@ -38,6 +40,7 @@ from runs.models import AgentRun
 from streams.access import access_channel
 from streams.channels import checked
 from streams.db import release_db_connections
+from streams.keys import QUEUE_RESET_CHANNEL, is_queue_channel
 
 
 def enabled() -> bool:
@@ -109,7 +112,7 @@ def _told(channel: str, last: int) -> RunWatch | None:
 def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
     """The direct stream's run watchdog (``streams.sse``, ``agui.relay.RunWatch``) for a
     held run stream, checked on each next-link answer (a newly held channel 1 s after,
-    a missed id, every ``GRIP_RECHECK_SECONDS``). When the run is no longer live and the
+    a missed id, ``_next_check``). When the run is no longer live and the
     stored events up to ``last`` (what the stream has) do not say how it stands (its end
     was published while Redis was down, so never stored), the link is marked
     ``s<last>`` and asked again in ``STREAM_WATCH_SECONDS``; if it still disagrees then, the
@@ -144,17 +147,30 @@ def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
     return text, f"b{last}"
 
 
+def _next_check(channel: str, *, first: bool, confirming: bool) -> int:
+    """Seconds until the proxy asks a hold's next link again (whole seconds: Pushpin's).
+    As often as a direct stream looks (``streams.sse``): a run stream's watchdog after
+    ``STREAM_WATCH_SECONDS`` on a new hold and to confirm a disagreeing check, then at
+    most six times that; access every ``STREAM_RECHECK_SECONDS``."""
+    recheck = max(1, round(settings.AGENTSITE_STREAM_RECHECK_SECONDS))
+    if not channel.startswith("run-"):
+        return recheck
+    watch = max(1, round(settings.AGENTSITE_STREAM_WATCH_SECONDS))
+    return watch if first or confirming else min(recheck, 6 * watch)
+
+
 def _instructed(event_request: EventRequest, request: Any, user: Any,
                 name_now: bool = False, mark: str | None = None) -> HttpResponse:
     """django-eventstream's GRIP answer (stored events + hold instructions), with our
-    next link (``_next_uri``), asked for every ``GRIP_RECHECK_SECONDS`` (access checked
-    again then) and whenever the proxy misses an id. An answer cut short (``more``: no
-    hold, the proxy follows the link at once) carries its position in the link: the
-    proxy sends no ``Grip-Last`` then, and without it the rest would be skipped. A
-    next-link answer that holds is checked by the run watchdog (``_watchdog``; ``mark``:
-    the link's). A stream's first answer is not: opens stay one access check and one
-    store read each (10,000 at once); the proxy asks a newly held channel's link 1 s
-    later anyway, and every ``GRIP_RECHECK_SECONDS``."""
+    next link (``_next_uri``), asked for as often as a direct stream checks
+    (``_next_check``: access checked again, and the run watchdog) and whenever the proxy
+    misses an id. An answer cut short (``more``: no hold, the proxy follows the link at
+    once) carries its position in the link: the proxy sends no ``Grip-Last`` then, and
+    without it the rest would be skipped. A next-link answer that holds is checked by the
+    run watchdog (``_watchdog``; ``mark``: the link's). A stream's first answer is not:
+    opens stay one access check and one store read each (10,000 at once); its link is
+    asked ``STREAM_WATCH_SECONDS`` later (Pushpin 1.36 asks a newly held channel's after
+    1 s too)."""
     (channel,) = event_request.channels
     try:
         events = get_events(event_request, user=user)
@@ -174,22 +190,24 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
     if instruct is not None and user is not None and user.is_authenticated:
         # Closed by the proxy when the user's access may have changed (streams.access).
         instruct.add_channel(Channel(access_channel(user.pk)))
+    if instruct is not None and is_queue_channel(channel):
+        # Told to re-read the queue when queue changes may have been lost (streams.edge).
+        instruct.add_channel(Channel(QUEUE_RESET_CHANNEL))
     if instruct is not None and instruct.next_link:
         items = events.channel_items.get(channel) or []
-        after, timeout = None, settings.GRIP_RECHECK_SECONDS
+        after, first = None, mark is None
         if channel in events.channel_more:
             after, mark = str(items[-1].id), ""
-        elif mark is None:
+        elif first:
             mark = ""
         else:
             last = items[-1].id if items else events.channel_last_ids.get(channel)
             bridge, mark = _watchdog(channel, int(last or 0), mark)
             if bridge:
                 response.content += bridge.encode()
-            elif mark.startswith("s"):
-                # The proxy asks again this soon: a second disagreeing check in a row
-                # sends the run's true state, as on a direct stream.
-                timeout = max(1, round(settings.AGENTSITE_STREAM_WATCH_SECONDS))  # whole s
+        # A first disagreeing check ("s") is confirmed this soon: a second one in a row
+        # sends the run's true state, as on a direct stream.
+        timeout = _next_check(channel, first=first, confirming=mark.startswith("s"))
         instruct.set_next_link(_next_uri(request.path, channel, user, after, mark),
                                timeout=timeout)
     return _no_cache(response)

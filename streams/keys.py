@@ -29,6 +29,17 @@ def user_channel(user_id: object) -> str:
     return f"user-{user_id}"
 
 
+def is_queue_channel(channel: str) -> bool:
+    """A queue channel (``/api/events/``), not a run's."""
+    return channel == REVIEWERS_CHANNEL or channel.startswith("user-")
+
+
+# The GRIP channel every held queue stream is also on (without GRIP_PREFIX): the edge
+# forwarder sends a ``stream-reset`` on it after its fan-out connection dropped, since
+# queue changes published meanwhile are lost (``streams.edge``).
+QUEUE_RESET_CHANNEL = "queue-reset"
+
+
 def counter_key(channel: str) -> str:
     """The last event id given out on ``channel``."""
     return f"agentsite:event-counter:{channel}"

@@ -79,6 +79,10 @@ class Reader:
                 await pubsub.subscribe(PUBSUB_CHANNEL)
                 async for message in pubsub.listen():
                     if message["type"] == "subscribe":
+                        if self.connected:
+                            # Subscribed again while subscribed: redis-py reconnected by
+                            # itself (its retry), and what was published meanwhile is lost.
+                            self._tell(lambda li: li.on_lost())
                         self.ready.set()
                         self.connected = True
                         self._tell(lambda li: li.on_subscribed())

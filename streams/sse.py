@@ -6,7 +6,10 @@
   "run_id", "owner_id"?}``) from now on: the user's own, or everyone's for a reviewer.
   Its ``stream-open`` has the id of "now" (``<channel>:<n>``, the channel's last id), so
   a client refused or cut off before its first event resumes from there, not from a
-  later "now" (which would skip what changed meanwhile).
+  later "now" (which would skip what changed meanwhile). A change published while Redis
+  was down is lost: once the stream's store is readable again after its fan-out dropped
+  (``streams.follow``: ``outages``) it sends ``event: stream-reset``, and the pages
+  re-read the queue.
 
 Each SSE event is ``event: message``, ``id: <channel>:<n>``, ``data: <AG-UI event JSON>``
 (django-eventstream's wire format, which static/agentsite/events.js reads: a padding
@@ -16,7 +19,7 @@ sent once, in id order, none skipped (``streams.follow``, shared with the AG-UI 
 stored events, then live ones from the process's pub/sub reader, which reconnects and
 then re-reads the store). Authentication (DRF: token or session) and access are checked
 before the response starts: anonymous → 401, someone else's run → 404, never a 200 that
-then fails; access is checked again every ``RECHECK_AFTER`` seconds while the stream is
+then fails; access is checked again every ``STREAM_RECHECK_SECONDS`` while the stream is
 open, against the user as the database has it then, and at once when the user's access
 may have changed (``streams.access``). An open stream holds no database connection.
 
@@ -66,8 +69,6 @@ from streams.keys import run_channel
 # requests carry them (streams.grip.next_link), never a client's; ``es-meta`` would name
 # the channels and the user itself, ``recover`` needs the proxy.
 PROXY_PARAMS = ("es-meta", "es-hold", "recover")
-# How often an open stream checks again that its user may still read it.
-RECHECK_AFTER = 30.0
 KEEPALIVE_AFTER = 20.0
 # The first bytes: a comment that makes proxies and old browsers start delivering.
 OPENING = ":" + " " * 2048 + "\n\nevent: stream-open\ndata:\n\n"
@@ -101,6 +102,12 @@ def sse_event(event: str, data: str, event_id: str | None = None) -> str:
     if event_id is not None:
         out += f"id: {event_id}\n"
     return out + "".join(f"data: {line}\n" for line in data.splitlines() or [""]) + "\n"
+
+
+def stream_reset(channel: str) -> str:
+    """django-eventstream's ``stream-reset``: events of ``channel`` may be lost for good;
+    the client rebuilds what it shows (static/agentsite/events.js: ``onGap``)."""
+    return sse_event("stream-reset", json.dumps({"channels": [channel]}))
 
 
 def credential(request: Request) -> tuple[str, str] | None:
@@ -163,8 +170,10 @@ async def channel_stream(user: Any, channel: str, after: int | None,
         else:
             yield OPENING
         began, last, sent = after, after, 0  # sent: events made here since stored event last
+        outages = events.outages  # the queue stream's, told with a stream-reset
         events.user_id = str(user.pk)  # RECHECK when its access may have changed
         watch_every = settings.AGENTSITE_STREAM_WATCH_SECONDS
+        recheck_after = settings.AGENTSITE_STREAM_RECHECK_SECONDS  # its user's access
         async for item in events.follow(after=after, idle=watch_every, idle_max=6 * watch_every,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):
             if item is FLUSH:  # nothing more waiting: a burst goes in one send
@@ -175,7 +184,7 @@ async def channel_stream(user: Any, channel: str, after: int | None,
             if item is KEEPALIVE:
                 yield "event: keep-alive\ndata:\n\n"
                 continue
-            if item is RECHECK or time.monotonic() - checked_at >= RECHECK_AFTER:
+            if item is RECHECK or time.monotonic() - checked_at >= recheck_after:
                 if not await check(user, channel, held):
                     yield sse_event("stream-error", json.dumps({
                         "condition": "forbidden",
@@ -191,6 +200,11 @@ async def channel_stream(user: Any, channel: str, after: int | None,
                         sent += 1
                         burst.append(sse_event("message", event.data,
                                                event_id=f"{quoted}:{last}.{sent:03d}"))
+                elif events.outages > outages and not events.unreadable:
+                    # The queue's watchdog: what changed in an outage was never stored,
+                    # so the client re-reads the queue (events.js: onGap).
+                    outages = events.outages
+                    burst.append(stream_reset(channel))
                 continue
             last, sent = item[0], 0
             data = item[1]

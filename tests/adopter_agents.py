@@ -156,6 +156,19 @@ def typed_answer_build() -> StateGraph:
     return _one_question(_typed)
 
 
+def hitl_request_by_hand_build() -> StateGraph:
+    """A HITLRequest raised by hand from a node (no ToolNode in the graph): nobody knows
+    the arguments' schema, so the card keeps a JSON editor for an edit."""
+    request = {"action_requests": [
+        {"name": "send_email", "args": {"to": "alice@example.com", "body": "hi"},
+         "description": "Send the email?"},
+        {"name": "delete_file", "args": {"path": "/tmp/report"}}],
+        "review_configs": [
+            {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject"]},
+            {"action_name": "delete_file", "allowed_decisions": ["approve", "edit", "reject"]}]}
+    return _one_question(lambda: interrupt(request))
+
+
 def inbox_build() -> StateGraph:
     request = {"action_request": {"action": "publish_post", "args": {"title": "Hello"}},
                "config": {"allow_ignore": True, "allow_respond": True, "allow_edit": True,
@@ -174,12 +187,18 @@ ODD_VALUES: dict[str, Any] = {
 }
 
 
+# Keys in no sorted order, nested: stored and served in the order raised.
+ORDERED = {"zeta": 1, "a": {"yy": [{"q": 1, "b": 2}], "c": None, "bbb": True},
+           "mm": "last but one", "b": [3, 2, 1]}
+RAISED: dict[str, Any] = {**ODD_VALUES, "ordered": ORDERED}
+
+
 def odd_values_build() -> StateGraph:
-    """Raises the odd value the run's input names (``which``)."""
+    """Raises the odd value the run's input names (``which``, a key of ``RAISED``)."""
     graph = StateGraph(OddState)
 
     def node(state: OddState) -> OddState:
-        return {"result": {"received": interrupt(ODD_VALUES[state["which"]])}}
+        return {"result": {"received": interrupt(RAISED[state["which"]])}}
 
     graph.add_node("ask", node)
     graph.add_edge(START, "ask")

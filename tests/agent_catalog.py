@@ -98,6 +98,8 @@ register(Agent(name="adopter_options", description="interrupt({question, options
                builder=_A + "question_options_build", **_PLAIN))
 register(Agent(name="adopter_typed", description="interrupt(..., response_schema=) (tests)",
                builder=_A + "typed_answer_build", **_PLAIN))
+register(Agent(name="adopter_batched_by_hand", description="a HITLRequest from a node (tests)",
+               builder=_A + "hitl_request_by_hand_build", **_PLAIN))
 register(Agent(name="adopter_inbox", description="Agent Inbox HumanInterrupt (tests)",
                builder=_A + "inbox_build", **_PLAIN))
 register(Agent(name="adopter_odd", version="1", input_model=OddInput, model_tokens=False,

@@ -16,7 +16,8 @@ def validate_events(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
     Rules: a run starts with RUN_STARTED and ends with RUN_FINISHED or RUN_ERROR;
     nothing comes after its end; every text message, tool call and step opened in
-    a run is closed before RUN_FINISHED; ids match their openers.
+    a run is closed before RUN_FINISHED; ids match their openers; no step starts
+    while one of its name is open.
     """
     for event in events:
         _adapter.validate_python(event)
@@ -58,6 +59,8 @@ def _check_run(run: list[dict[str, Any]]) -> None:
         elif kind == "TOOL_CALL_END":
             tools.remove(event["toolCallId"])
         elif kind == "STEP_STARTED":
+            # As @ag-ui/client: a step is known by its name, which is unique while open.
+            assert event["stepName"] not in steps, f"step {event['stepName']} is already active"
             steps.append(event["stepName"])
         elif kind == "STEP_FINISHED":
             assert event["stepName"] in steps, f"step {event['stepName']} finished, never started"

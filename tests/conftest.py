@@ -39,6 +39,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # (and stopped) by tests/embedded_services.py, before settings load.
 
 
+# Folders whose stack is started once for the package: under xdist (``make test``) all of a
+# folder's tests run in one process, which starts that stack once.
+_ONE_PROCESS_FOLDERS = ("edge", "providers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(config.rootpath).parts
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in _ONE_PROCESS_FOLDERS:
+            item.add_marker(pytest.mark.xdist_group(parts[1]))
+
+
 def _database_url() -> str:
     d = connection.settings_dict
     auth = d["USER"] + (f":{d['PASSWORD']}" if d["PASSWORD"] else "")

@@ -33,25 +33,28 @@ __all__ = ["BY_NAME", "CANCELS_RUN", "FORMATS", "CardFormError", "InterruptForma
            "Subject", "Vote", "by_name", "for_interrupt", "recognise"]
 
 
-def recognise(value: Any, response_schema: dict[str, Any] | None = None) -> InterruptFormat:
+def recognise(value: Any, response_schema: dict[str, Any] | None = None,
+              args_schemas: dict[str, Any] | None = None) -> InterruptFormat:
     """The first format that recognises ``value`` (``generic`` takes anything)."""
     schema = response_schema if isinstance(response_schema, dict) else None
     for fmt in FORMATS:
         try:
             if fmt.recognise(value, schema):
-                return fmt(value, schema)
+                return fmt(value, schema, args_schemas)
         except Exception:  # noqa: BLE001 - an odd value is shown generically, never a 500
             continue
     return Generic(value, schema)
 
 
-def by_name(name: str, value: Any, response_schema: dict[str, Any] | None = None
-            ) -> InterruptFormat:
+def by_name(name: str, value: Any, response_schema: dict[str, Any] | None = None,
+            args_schemas: dict[str, Any] | None = None) -> InterruptFormat:
     """The format stored as ``name`` over its raw value; an unknown name is generic."""
-    return BY_NAME.get(name, Generic)(value, response_schema)
+    return BY_NAME.get(name, Generic)(value, response_schema, args_schemas)
 
 
 def for_interrupt(interrupt: AgentInterrupt) -> InterruptFormat:
-    """A stored interrupt's format (``kind``, ``request``, ``response_schema``)."""
+    """A stored interrupt's format (``kind``, ``request``, ``response_schema``,
+    ``args_schemas``)."""
     return by_name(interrupt.kind, getattr(interrupt, "request", None),
-                   getattr(interrupt, "response_schema", None))
+                   getattr(interrupt, "response_schema", None),
+                   getattr(interrupt, "args_schemas", None))

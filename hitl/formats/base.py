@@ -64,6 +64,18 @@ class Subject(NamedTuple):
     args: Any = None
 
 
+class CallDecision(NamedTuple):
+    """What was decided for one tool call a question asked about: ``decision`` is
+    "approve", "edit", "reject" or "respond"; ``args`` the call's as the agent asked them,
+    ``ran_args`` the edited ones (an edit); ``tool_call_id`` when the question names it."""
+
+    name: str
+    args: Any
+    decision: str
+    ran_args: Any = None
+    tool_call_id: str | None = None
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -92,9 +104,33 @@ def schema_errors(schema: dict[str, Any], value: Any, root: str = "payload"
         return {root: [f"the interrupt's response schema cannot be used: {err}"]}
     fields: dict[str, list[str]] = {}
     for error in found:
-        key = ".".join(str(p) for p in error.path) or root
-        fields.setdefault(key, []).append(error.message)
+        path = [str(p) for p in error.path]
+        named = _names_at_fault(error)
+        for name in named or [None]:
+            key = ".".join(path + ([name] if name else [])) or root
+            fields.setdefault(key, []).append(
+                error.message if not name else
+                "required" if error.validator == "required" else "not an accepted field")
     return fields
+
+
+def _names_at_fault(error: Any) -> list[str]:
+    """The properties a "required" / "additionalProperties" error is about (jsonschema
+    reports them on the object): each gets its own field error."""
+    instance = error.instance if isinstance(error.instance, dict) else None
+    if instance is None:
+        return []
+    if error.validator == "required" and isinstance(error.validator_value, list):
+        missing = [n for n in error.validator_value if isinstance(n, str) and n not in instance]
+        return [n for n in missing if repr(n) in error.message][:1] or missing[:1]
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        known = (error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {}
+        patterns = error.schema.get("patternProperties") if isinstance(error.schema,
+                                                                       dict) else None
+        if patterns:
+            return []
+        return [str(n) for n in instance if n not in known]
+    return []
 
 
 def refuse(what: str, fields: dict[str, list[str]]) -> InvalidAnswer:
@@ -112,9 +148,14 @@ class InterruptFormat:
     bulk_approve: ClassVar[bool] = False  # the admin's "approve selected" applies
     quorum: ClassVar[bool] = False  # answers can be approve / reject votes (``vote``)
 
-    def __init__(self, value: Any, response_schema: dict[str, Any] | None = None) -> None:
+    def __init__(self, value: Any, response_schema: dict[str, Any] | None = None,
+                 args_schemas: dict[str, Any] | None = None) -> None:
         self.value = value
         self.schema = response_schema if isinstance(response_schema, dict) else None
+        # The argument schema of each tool the value names, by tool name, as the worker
+        # found them on the graph's tools (``tools()``); {} when none is known.
+        self.args_schemas = {k: v for k, v in (args_schemas or {}).items()
+                             if isinstance(v, dict)} if isinstance(args_schemas, dict) else {}
 
     @classmethod
     def recognise(cls, value: Any, response_schema: dict[str, Any] | None) -> bool:
@@ -129,6 +170,11 @@ class InterruptFormat:
         """AG-UI ``Interrupt.reason``."""
         return "input_required"
 
+    def tools(self) -> list[str]:
+        """Tools whose argument schema the worker should store with the question (see
+        ``args_schemas``): those an answer may edit and the value does not describe."""
+        return []
+
     def tool_call_id(self) -> str | None:
         """The tool call this interrupt is about (AG-UI ``Interrupt.toolCallId``)."""
         return None
@@ -136,6 +182,12 @@ class InterruptFormat:
     def response_schema(self) -> dict[str, Any]:
         """JSON Schema of the answer (REST ``response_schema``, AG-UI ``responseSchema``)."""
         return self.schema or {}
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        """The tool calls this question gated and what ``answer`` decided for each (the
+        chat page's tool chips: a rejected call did not run, an edited one ran with
+        other arguments); [] for a question about no tool call."""
+        return []
 
     def summary(self, answer: Any) -> str:
         """One line saying what was answered (lists, the audit)."""

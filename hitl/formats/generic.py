@@ -34,6 +34,15 @@ def question_of(value: Any) -> str:
     return short_json(value, MESSAGE_MAX)
 
 
+def _plain(value: Any) -> str:
+    """One answer value as a person reads it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return ", ".join(str(v) for v in value)
+    return value if isinstance(value, str) else short_json(value)
+
+
 class SchemaForm(InterruptFormat):
     """``interrupt(value, response_schema=...)``: the answer must fit the schema."""
 
@@ -50,6 +59,20 @@ class SchemaForm(InterruptFormat):
 
     def validate(self, answer: Any) -> Any:
         return super().validate(answer)  # jsonschema against the interrupt's schema
+
+    def summary(self, answer: Any) -> str:
+        """A form's answer as "Label: value; …" in the form's field order (jsonb keeps
+        neither the answer's nor the schema's key order: ``schema_form.ordered``)."""
+        root = self.schema or {}
+        props = schema_form.resolve(root).get("properties") or {}
+        if not isinstance(answer, dict) or not props:
+            return super().summary(answer)
+        parts = []
+        for key, value in schema_form.ordered(root, answer).items():
+            sub = schema_form.resolve(props.get(key) or {}, root)
+            label = str(sub.get("title") or schema_form.humanize(key))
+            parts.append(f"{label}: {_plain(value)}")
+        return clip("; ".join(parts), 200)
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         schema = self.schema or {}

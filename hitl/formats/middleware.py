@@ -14,6 +14,7 @@ from hitl import card_parts, schema_form
 from hitl.formats.base import (
     CANCELS_RUN,
     MESSAGE_MAX,
+    CallDecision,
     CardFormError,
     InterruptFormat,
     Subject,
@@ -127,6 +128,36 @@ def _check_decision(decision: Any, *, name: str, allowed: list[str],
     return decision, {}
 
 
+CALL_MAX = 120  # characters of one call in a question line ("send_email(to=…, body=…)")
+ARG_MAX = 40  # characters of one argument's value in it
+
+
+def call_text(name: str, args: Any, limit: int = CALL_MAX) -> str:
+    """A tool call in short: ``send_email(to=x@example.com, subject=Hi…)``, bounded."""
+    if isinstance(args, dict):
+        shown = ", ".join(f"{k}={clip(v if isinstance(v, str) else short_json(v), ARG_MAX)}"
+                          for k, v in args.items())
+    else:
+        shown = short_json(args, ARG_MAX)
+    name = clip(name, 60)
+    return f"{name}({clip(shown, max(limit - len(name) - 2, 8))})"
+
+
+def own_words(description: Any, name: str) -> str:
+    """The first line of what the agent says about a call (not the middleware's default)."""
+    if not isinstance(description, str):
+        return ""
+    text = card_parts.own_description(description, name)
+    return text.splitlines()[0].strip() if text else ""
+
+
+def call_question(name: str, args: Any, description: Any) -> str:
+    """The question line of one call: "Approve send_email(to=…): <its description>"."""
+    words = own_words(description, name)
+    return clip(f"Approve {call_text(name, args)}" + (f": {words}" if words else ""),
+                MESSAGE_MAX)
+
+
 def _declined(allowed: list[str]) -> Any:
     """A declined call: rejected, or answered "cancelled" where only respond is allowed;
     never approved: a call that allows neither cancels the run (``CANCELS_RUN``) rather
@@ -136,6 +167,15 @@ def _declined(allowed: list[str]) -> Any:
     if "respond" in allowed:
         return {"type": "respond", "message": CANCELLED_MESSAGE}
     return CANCELS_RUN
+
+
+def _call_decision(action: dict[str, Any], decision: Any,
+                   tool_call_id: str | None = None) -> CallDecision:
+    decision = decision if isinstance(decision, dict) else {}
+    edited = decision.get("edited_action")
+    return CallDecision(name=action["name"], args=action["args"],
+                        decision=str(decision.get("type") or ""), tool_call_id=tool_call_id,
+                        ran_args=edited.get("args") if isinstance(edited, dict) else None)
 
 
 def _decision_summary(decision: Any) -> str:
@@ -182,16 +222,24 @@ class HitlRequest(InterruptFormat):
             found = next((c for c in configs if c.get("action_name") == name), None)
         allowed = [d for d in (found or {}).get("allowed_decisions") or DECISIONS
                    if d in DECISIONS] or list(DECISIONS)
+        # The middleware never fills ``args_schema``: the tool's own schema, stored by the
+        # worker when the run paused (``args_schemas``), is what the tool will check.
         schema = (found or {}).get("args_schema")
+        if not isinstance(schema, dict):
+            schema = self.args_schemas.get(name)
         return allowed, schema if isinstance(schema, dict) else None
 
+    def tools(self) -> list[str]:
+        return list(dict.fromkeys(a["name"] for a in self.actions()))
+
     def message(self) -> str:
-        names = ", ".join(a["name"] for a in self.actions())
-        first = self.actions()[0].get("description")
-        if len(self.actions()) == 1 and isinstance(first, str) and first.strip():
-            return clip(first.strip().splitlines()[0], MESSAGE_MAX)
-        return clip(f"Approve the tool call{'s' if len(self.actions()) > 1 else ''}: {names}",
-                    MESSAGE_MAX)
+        actions = self.actions()
+        if len(actions) == 1:
+            return call_question(actions[0]["name"], actions[0]["args"],
+                                 actions[0].get("description"))
+        each = max(CALL_MAX // len(actions), 30)
+        return clip(f"Approve {len(actions)} tool calls: " + ", ".join(
+            call_text(a["name"], a["args"], each) for a in actions), MESSAGE_MAX)
 
     def reason(self) -> str:
         return "tool_approval"
@@ -263,6 +311,11 @@ class HitlRequest(InterruptFormat):
             return short_json(answer)
         return clip("; ".join(f"{a['name']}: {_decision_summary(d)}"
                               for a, d in zip(self.actions(), decisions, strict=False)), 200)
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        decisions = answer.get("decisions") if isinstance(answer, dict) else None
+        return [_call_decision(a, d) for a, d in zip(self.actions(), decisions or [],
+                                                     strict=False)]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         rows, aliases = [], {}
@@ -351,10 +404,8 @@ class ToolApproval(InterruptFormat):
         return None
 
     def message(self) -> str:
-        text = self.value.get("description")
-        if isinstance(text, str) and text.strip():
-            return clip(text.strip().splitlines()[0], MESSAGE_MAX)
-        return clip(f"Approve the call to {self.value['name']}", MESSAGE_MAX)
+        return call_question(self.value["name"], self.value["args"],
+                             self.value.get("description"))
 
     def reason(self) -> str:
         return "tool_approval"
@@ -401,6 +452,9 @@ class ToolApproval(InterruptFormat):
 
     def summary(self, answer: Any) -> str:
         return clip(_decision_summary(answer), 200)
+
+    def call_decisions(self, answer: Any) -> list[CallDecision]:
+        return [_call_decision(self.value, answer, self.tool_call_id())]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         row = card_parts.tool_row(

@@ -10,14 +10,17 @@
  *   who, and its form is disabled.
  * - Both: while the stream waits to reopen (refused, or its server down), #stream-notice
  *   says "Reconnecting…"; once it is open again the page re-reads what it shows (the
- *   stream also replays the changes it missed, from its last id or from its open).
+ *   stream also replays the changes it missed, from its last id or from its open). A
+ *   `stream-reset` (onGap: queue changes were lost in a Redis outage, or while the edge
+ *   forwarder was away) has it re-read what it shows too.
  */
 (function () {
   "use strict";
 
   // The queue stream, with the page's "Reconnecting…" notice (#stream-notice) while it
   // waits to reopen; `reopened()` runs when it is open again after that (the stream
-  // replays what it missed; the page may also re-read what it shows).
+  // replays what it missed; the page may also re-read what it shows), and when the
+  // server says changes were lost (stream-reset).
   function onQueueChange(url, handle, reopened) {
     if (!window.agentsiteEvents) return null;
     const live = window.agentsiteEvents.notice(document.getElementById("stream-notice"));
@@ -26,6 +29,9 @@
     return window.agentsiteEvents.open(url, {
       onEvent(data) {
         if (data && data.type === "interrupts_changed") handle(data);
+      },
+      onGap() {
+        if (reopened) reopened();
       },
       onState(state) {
         track(state);

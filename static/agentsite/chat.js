@@ -3,6 +3,8 @@
  * follows the run's AG-UI events (through agentsiteEvents, static/agentsite/events.js)
  * from the event the server rendered up to, and the user's queue changes (/api/events/):
  *   TEXT_MESSAGE_CONTENT → append to the assistant message (an aria-live region)
+ *   MESSAGES_SNAPSHOT → the assistant message as it stands (a retried attempt's cut-off
+ *     text is replaced, not repeated)
  *   STEP_STARTED / STEP_FINISHED → the step in the status line
  *   TOOL_CALL_* → tool chips
  *   RUN_FINISHED / RUN_ERROR → fetch the run's server-rendered block (its cards, the
@@ -11,7 +13,8 @@
  *   CUSTOM "agentsite.retrying" → the retry banner ("… Retrying in 20 s (attempt 2 of
  *     5)"), counting down; the next event of the run (its next attempt) hides it
  *   interrupts_changed → the same, for the run named (answered in another tab or by
- *     someone else), keeping any card that is still pending as it is (typed text stays).
+ *     someone else), keeping any card that is still pending as it is (typed text stays);
+ *     a queue stream-reset (changes lost in an outage) → every run on the page re-read.
  * While a stream waits to reopen (refused, or its server down) the server-rendered
  * #stream-notice says "Reconnecting…" (agentsiteEvents.notice); once it is back the
  * stream resumes from its last event and the notice goes.
@@ -29,11 +32,19 @@
     cancelled: "Cancelled", expired: "Expired", retrying: "Retrying" };
   const RETRYING = "agentsite.retrying";
 
+  // The run's status, everywhere the page shows it: the header's pill and the run's own
+  // footer (one source, so they never disagree until a reload).
   function setStatus(status) {
     const pill = byId("run-status");
     if (!pill || !status) return;
     pill.className = "status status--" + status;
     pill.querySelector(".status__label").textContent = STATUS[status] || status;
+    const foot = byId("run-" + runId);
+    const own = foot && foot.querySelector(".run__foot [data-run-status]");
+    if (own) {
+      own.className = "status status--" + status;
+      own.textContent = STATUS[status] || status;
+    }
     chat.dataset.runStatus = status;
     if (status !== "running") setStep("");
   }
@@ -80,6 +91,9 @@
     const newCards = [];
     // Moving a kept card (below) drops the focus inside it; it is given back after.
     const active = document.activeElement;
+    // A card that had the focus and is answered now (here or elsewhere) is replaced: the
+    // focus goes on to the next pending card.
+    const hadFocus = active && active.closest && active.closest(".card[data-interrupt-id]");
     for (const card of fresh.querySelectorAll(".card[data-interrupt-id]")) {
       const before = old && old.querySelector('.card[data-interrupt-id="' + card.dataset.interruptId + '"]');
       if (before && before.dataset.status === card.dataset.status &&
@@ -99,19 +113,39 @@
       newCards[0].focus();
       newCards[0].scrollIntoView({ block: "nearest" });
     }
+    const successor = hadFocus && !document.contains(hadFocus) && hadFocus.id && byId(hadFocus.id);
+    if (successor && window.agentsiteCards) window.agentsiteCards.focusNextPending(successor);
   }
 
-  async function refreshComposer() {
-    try {
-      const box = byId("composer-box");
-      const fragment = await fetchHtml(base + "composer/");
-      const typed = byId("composer-input") && byId("composer-input").value;
-      box.replaceChildren(fragment);
-      const input = byId("composer-input");
-      if (input && typed && !input.value) input.value = typed;
-    } catch (err) {
-      console.warn("agentsite: composer refresh failed", err);
-    }
+  // One composer refresh at a time, as for runs: a request during one runs once more
+  // after it, so a slow answer never replaces a newer one (it said "waiting to retry"
+  // under a run already running again).
+  let composer = null;
+  function refreshComposer() {
+    if (composer) { composer.again = true; return composer.promise; }
+    const entry = composer = { again: false };
+    entry.promise = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await swapComposer();
+        } while (entry.again);
+      } catch (err) {
+        console.warn("agentsite: composer refresh failed", err);
+      } finally {
+        composer = null;
+      }
+    })();
+    return entry.promise;
+  }
+
+  async function swapComposer() {
+    const box = byId("composer-box");
+    const fragment = await fetchHtml(base + "composer/");
+    const typed = byId("composer-input") && byId("composer-input").value;
+    box.replaceChildren(fragment);
+    const input = byId("composer-input");
+    if (input && typed && !input.value) input.value = typed;
   }
 
   function assistantText(messageId) {
@@ -144,6 +178,27 @@
     }
     text.classList.remove("msg__text--empty");
     return text;
+  }
+
+  // MESSAGES_SNAPSHOT: the run's assistant message as it stands. A retried attempt
+  // sends one before streaming anew what a cut-off attempt had begun: the text shown is
+  // replaced, not appended to. (Rendered markdown of earlier segments stays: its
+  // data-length says how much of the message it holds, in code points.)
+  function restate(messages) {
+    const run = byId("run-" + runId);
+    for (const message of messages || []) {
+      if (message.role !== "assistant" || !run) continue;
+      const msg = run.querySelector('[data-message-id="' + CSS.escape(message.id) + '"]');
+      if (!msg) continue;
+      const content = message.content || "";
+      const prose = msg.querySelector(".msg__text.prose");
+      const rest = prose ? Array.from(content).slice(Number(prose.dataset.length) || 0).join("")
+        : content;
+      const shown = prose ? msg.querySelector(".msg__more") : msg.querySelector(".msg__text");
+      if ((shown ? shown.textContent : "") === rest) continue;
+      const text = shown || assistantText(message.id);
+      if (text) text.textContent = rest;
+    }
   }
 
   function chip(callId, name) {
@@ -236,6 +291,9 @@
         if (text) text.append(event.delta);
         break;
       }
+      case "MESSAGES_SNAPSHOT":
+        restate(event.messages);
+        break;
       case "STEP_STARTED":
         setStep(event.stepName);
         break;
@@ -254,7 +312,8 @@
         const item = chip(event.toolCallId);
         if (item) {
           item.querySelector(".chip__result").textContent = event.content;
-          item.classList.add("chip--done");
+          // A call a person rejected (or answered instead) did not run: no ✓.
+          if (!["reject", "respond"].includes(item.dataset.decision)) item.classList.add("chip--done");
         }
         break;
       }
@@ -292,6 +351,13 @@
   }
   window.agentsiteEvents.open(chat.dataset.queueUrl, {
     onState: live.track("queue"),
+    // Queue changes were lost (a Redis outage, the edge forwarder away): re-read the runs.
+    onGap() {
+      document.querySelectorAll("section.run[data-run-id]").forEach((run) => {
+        refreshRun(run.dataset.runId, {});
+      });
+      refreshComposer();
+    },
     onEvent(data) {
       if (data && data.type === "interrupts_changed" && byId("run-" + data.run_id)) {
         refreshRun(data.run_id, {});

@@ -4,8 +4,10 @@
  *   const stream = agentsiteEvents.open("/api/runs/<id>/events/", {
  *     onEvent(data, meta) { ... },   // data: the parsed JSON (an AG-UI event, or a queue change)
  *     onError(info) { ... },         // the stream is closed for good (401/403/404, access revoked)
- *     onGap(info) { ... },           // events the store no longer has (expired after 24 h):
- *                                    // rebuild from the REST / AG-UI connect API
+ *     onGap(info) { ... },           // events the store no longer has (expired after 24 h),
+ *                                    // or queue changes lost in an outage (the server's
+ *                                    // stream-reset): rebuild from the REST / AG-UI
+ *                                    // connect API, or re-read the page's part
  *     onState(state) { ... },        // "open", "reconnecting" (waiting to reopen) or "closed"
  *   });
  *   stream.close();

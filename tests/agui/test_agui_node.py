@@ -1,5 +1,7 @@
 """The official AG-UI client (@ag-ui/client HttpAgent, Node, pinned in tests/node/
-package-lock.json) drives the `dev` agent on the live server: tests/node/*.test.mjs."""
+package-lock.json) drives agents on the live server: tests/node/*.test.mjs. The `dev`
+agent, and the adopter agents (create_agent + HumanInTheLoopMiddleware: batched, per call,
+approve-only), whose approved tool calls run at once."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from runs.models import AgentRun
+from tests.formats.test_adopter_agents import tools_ran
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,16 +34,36 @@ def _npm_ci() -> None:
     stamp.write_text(digest)
 
 
-def test_official_client_drives_dev_agent(live, users):
+def node_test(base_url: str, token: str, script: str) -> None:
+    """Run one tests/node script against ``base_url``; every test in it must pass."""
     assert shutil.which("node") and shutil.which("npm"), "node and npm must be on PATH"
     _npm_ci()
     done = subprocess.run(
-        ["node", "--test", "--test-reporter=spec", "agui_dev.test.mjs"], cwd=NODE_DIR,
-        env={"PATH": os.environ["PATH"], "AGENTSITE_URL": live["base_url"],
-             "AGENTSITE_TOKEN": users["owner_token"]},
+        ["node", "--test", "--test-reporter=spec", script], cwd=NODE_DIR,
+        env={"PATH": os.environ["PATH"], "AGENTSITE_URL": base_url, "AGENTSITE_TOKEN": token},
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"node tests failed:\n{done.stdout}\n{done.stderr}"
     assert "# fail 0" in done.stdout or "fail 0" in done.stdout, done.stdout
+
+
+def test_official_client_drives_dev_agent(live, users):
+    node_test(live["base_url"], users["owner_token"], "agui_dev.test.mjs")
     # The server side agrees: one completed, one cancelled, one still paused.
     statuses = sorted(AgentRun.objects.values_list("status", flat=True))
     assert statuses == ["cancelled", "completed", "paused"], statuses
+
+
+def test_official_client_drives_adopter_agents_with_parallel_tools(live, users):
+    node_test(live["base_url"], users["owner_token"], "agui_adopters.test.mjs")
+    adopter_runs_completed()
+
+
+def adopter_runs_completed() -> None:
+    """What agui_adopters.test.mjs leaves on the server: each agent's run completed, and
+    both tools ran once on each thread."""
+    runs = list(AgentRun.objects.values_list("agent", "status").order_by("agent"))
+    assert runs == [("adopter_approve_only", "completed"), ("adopter_batched", "completed"),
+                    ("adopter_per_call", "completed")], runs
+    for thread in AgentRun.objects.values_list("thread_id", flat=True):
+        assert sorted(t["name"] for t in tools_ran(str(thread))) == ["delete_file",
+                                                                      "send_email"]

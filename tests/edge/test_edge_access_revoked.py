@@ -1,6 +1,6 @@
 """A stream Pushpin holds is closed at once when its user may have lost access
 (streams.access: the edge forwarder publishes a close on the user's ``access-<id>``
-channel), not at the proxy's next check of its link (GRIP_RECHECK_SECONDS, 120 s). Its
+channel), not at the proxy's next check of its link (STREAM_RECHECK_SECONDS, 30 s). Its
 reconnect is checked like any open: refused. The owner's held stream on the same run
 goes on. A revoked API token closes the held streams it opened the same way. The direct
 variant is tests/streams/test_access_revoked.py.

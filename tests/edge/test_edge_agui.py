@@ -2,7 +2,7 @@
 
 AG-UI streams stay direct (docs/scaling.md, "AG-UI"): Pushpin passes the run / resume /
 connect POSTs and their event-stream answers through to a web process unchanged, and the
-same conformance suite as tests/agui/test_agui_node.py passes through it.
+same conformance suites as tests/agui/test_agui_node.py pass through it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from runs.models import AgentRun
-from tests.agui.test_agui_node import NODE_DIR, _npm_ci
+from tests.agui.test_agui_node import NODE_DIR, _npm_ci, adopter_runs_completed, node_test
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,3 +31,10 @@ def test_official_client_through_pushpin(edge, live, users):
     assert "fail 0" in done.stdout, done.stdout
     statuses = sorted(AgentRun.objects.values_list("status", flat=True))
     assert statuses == ["cancelled", "completed", "paused"], statuses
+
+
+def test_official_client_runs_adopter_agents_through_pushpin(edge, live, users):
+    """Parallel tool calls (create_agent + HumanInTheLoopMiddleware: batched, per call,
+    approve-only) through Pushpin, to the end with no client error."""
+    node_test(edge["base_url"], users["owner_token"], "agui_adopters.test.mjs")
+    adopter_runs_completed()

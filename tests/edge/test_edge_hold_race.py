@@ -3,8 +3,8 @@
 A stream request is answered by a web process with the stored events and a hold whose
 ``prev-id`` is the last of them; an event stored after that read but published to Pushpin
 before the hold was registered reaches no subscriber. Nothing else is published on the
-channel afterwards (a paused run), so only the proxy's own catch-up can bring it before
-its periodic check (GRIP_RECHECK_SECONDS, 120 s): Pushpin 1.36 asks the next link 1 s
+channel afterwards (a paused run), so only the proxy's catch-up can bring it: the hold's
+first timeout (STREAM_WATCH_SECONDS after the open), and Pushpin 1.36 asks the next link 1 s
 after a channel is first subscribed (``SUBSCRIBED_DELAY``), and at once when a new hold's
 ``prev-id`` is not the channel's last published id (docs/scaling.md, "Known issues").
 

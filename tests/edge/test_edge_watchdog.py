@@ -9,7 +9,7 @@ the answer carries the run's true state with ids ``<channel>:<n>.<k>``, once.
 
 The lost end is made here by changing the run in the database without publishing, as
 the outage leaves it; Pushpin's own control API (``POST /recover``) makes every held
-stream ask its next link now, as the periodic check (GRIP_RECHECK_SECONDS) would later.
+stream ask its next link now, as the periodic check (the hold's timeout) would later.
 """
 
 from __future__ import annotations
@@ -95,5 +95,38 @@ def test_a_held_stream_gets_the_true_state_of_a_run_whose_end_was_lost(edge, liv
         time.sleep(2 * float(WATCH_SECONDS) + 2)  # longer than a confirmation would take
         assert (len(before.ids), len(after.ids)) == counts
         assert before.status == after.status == 200 and before.stalls == after.stalls == 0
+    finally:
+        held.close()
+
+
+def test_held_streams_are_watched_as_often_as_direct_ones(edge, live, users):
+    """Without the proxy being told to recover: a held stream learns a lost end within the
+    direct stream's watchdog time (6 x STREAM_WATCH_SECONDS, then one confirmation), the
+    one opened after the end, on a channel the proxy already holds, included; not at the
+    periodic access check."""
+    run = retrying_run(users["owner"], in_seconds=600)
+    message = "lost-end-watched"
+    publish(run.id, [run_started(thread_id=run.thread_id, run_id=str(run.id)),
+                     text_start(message), text_content(message, "partial")])
+    wait_published()
+    path = f"/api/runs/{run.id}/events/"
+    held = Streams()
+    before = Recording(edge["port"], path, users["owner_token"], reconnect=False,
+                       head_timeout=60)
+    try:
+        held.open([before])
+        wait_for(lambda: len(before.ids) == 3, what="the stored events")
+        time.sleep(2)  # the proxy's first look at a new hold (1 s after) sees the run live
+        AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.COMPLETED,
+                                                  finished_at=timezone.now(), retry_at=None)
+        # Another user: its own next link (the proxy shares one link's checks).
+        after = Recording(edge["port"], path, users["reviewer_token"], reconnect=False,
+                          head_timeout=60)
+        held.open([after])
+        watched = 8 * float(WATCH_SECONDS) + 10  # a look, its confirmation, and load
+        for stream in (before, after):
+            wait_for(lambda s=stream: "RUN_FINISHED" in _types(s), timeout=watched,
+                     what="the run's true state", state=lambda s=stream: str(s.ids))
+            assert _types(stream)[-1] == "RUN_FINISHED"
     finally:
         held.close()

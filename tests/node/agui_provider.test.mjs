@@ -1,6 +1,7 @@
 // The official AG-UI client (@ag-ui/client HttpAgent) on the `assistant` agent with a real
 // provider client (the suite's fake OpenAI-compatible server): a provider blip inside an
-// AG-UI run, and a cancel while the model call hangs. Started by
+// AG-UI run, a stream cut mid-answer and retried, and a cancel while the model call hangs.
+// Started by
 // tests/providers/test_official_client.py, which sets the provider's fault first
 // (AGENTSITE_CASE names the case) and checks the server side afterwards.
 import assert from "node:assert/strict";
@@ -57,6 +58,30 @@ test("a provider blip inside an AG-UI run: the retry is announced and the run go
     assert.ok(retrying.value.of >= 1 && retrying.value.retryAt);
     const text = agent.messages.filter((m) => m.role === "assistant").map((m) => m.content).join("");
     assert.ok(text.length > 0, "the answer reached the client");
+    assert.deepEqual(complaints, []);
+  });
+
+test("a stream cut mid-answer and retried: the client holds the answer once, not its cut-off part twice",
+  { skip: CASE !== "cut" }, async () => {
+    const agent = makeAgent();
+    const { seen, subscriber } = watcher();
+    // The client's assistant text as each event arrives (before the client applies it).
+    const shown = [];
+    const onEvent = subscriber.onEvent;
+    subscriber.onEvent = (params) => {
+      onEvent(params);
+      shown.push(params.messages.filter((m) => m.role === "assistant")
+        .map((m) => m.content ?? "").join(""));
+    };
+    await agent.runAgent({ messages: question() }, subscriber);
+    assert.deepEqual(seen.errors, []);
+    assert.equal(seen.types.filter((t) => t === "RUN_STARTED").length, 1, "one AG-UI run");
+    assert.equal(seen.types.at(-1), "RUN_FINISHED");
+    const text = agent.messages.filter((m) => m.role === "assistant").map((m) => m.content).join("");
+    assert.ok(text.length > 0, "the answer reached the client");
+    // Just before the segment's final MESSAGES_SNAPSHOT (which restates everything), the
+    // client already held the answer as it ends: the retried stream replaced the cut-off part.
+    assert.equal(shown[seen.types.lastIndexOf("MESSAGES_SNAPSHOT")], text);
     assert.deepEqual(complaints, []);
   });
 

@@ -68,7 +68,8 @@ def test_reviewer_reads_and_answers_but_cannot_write(paused, users):
     page = client.get(f"/c/{conv}/").content.decode()
     # No composer; the run's cancel, as on every surface (hitl.selectors: owner or reviewer).
     assert 'id="composer"' not in page and 'id="cancel-form"' in page
-    assert "Read-only" in page and page.count("<form method=\"post\" action=\"/c/") == 3
+    assert "Reviewing · owner's conversation" in page and "Read-only" not in page
+    assert page.count("<form method=\"post\" action=\"/c/") == 3
     assert client.post(f"/c/{conv}/send/", {"message": "hi"}).status_code == 404
     assert "Waiting for a reviewer" in client.get("/").content.decode()
     first = pending_ids(paused)[0]

@@ -365,7 +365,9 @@ def test_schema_form_card_is_generated_from_the_schema():
         "resolved", {"destination": "Lisbon", "nights": 3, "smoking": False})
     with pytest.raises(CardFormError) as err:
         fmt_post("schema_form", "answer.destination=&answer.nights=two")
-    assert err.value.fields == {"answer.nights": ["Nights: enter a whole number"]}
+    # An empty required text is missing (issue 35 item 12), not "".
+    assert err.value.fields == {"answer.nights": ["Nights: enter a whole number"],
+                                "answer.destination": ["Destination: fill this in"]}
 
 
 def test_generic_card_answers_text_json_or_an_offered_option():

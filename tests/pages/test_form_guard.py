@@ -162,3 +162,24 @@ def test_send_refuses_nul_and_starts_nothing(owner_session, paused):
     assert r.status_code == 400 and '<code class="refused-field">message</code>' in r.text
     assert AgentRun.objects.count() == 1
     assert Message.objects.filter(conversation_id=run.conversation_id).count() == 1
+
+
+def test_a_refused_htmx_card_post_is_put_into_its_card(owner_session, paused):
+    """htmx sends the card's id (HX-Target): the refusal alone goes into the card's
+    ``-refused`` slot (HX-Retarget / HX-Reswap), which base.html lets htmx swap (a 400)."""
+    run, cards = paused
+    r = post_form(owner_session, answer_url(run, cards["input"]), {"value": "a\x00b"},
+                  headers={"HX-Request": "true", "HX-Target": "card-guard-input"})
+    assert r.status_code == 400
+    assert r.headers["HX-Retarget"] == "#card-guard-input-refused"
+    assert r.headers["HX-Reswap"] == "innerHTML"
+    assert r.text.strip().startswith('<ul class="errors card__errors" role="alert"')
+    assert '<code class="refused-field">value</code>' in r.text and "<html" not in r.text
+    # A target that is not a card's id is not echoed into a selector: the 400 page.
+    r = post_form(owner_session, answer_url(run, cards["input"]), {"value": "a\x00b"},
+                  headers={"HX-Request": "true", "HX-Target": "x, body"})
+    assert r.status_code == 400 and "HX-Retarget" not in r.headers and "<html" in r.text
+    page = owner_session.get(f"/c/{run.conversation_id}/").text
+    assert 'id="card-guard-input-refused"' in page
+    assert '{"code": "400", "swap": true, "error": true}' in page.replace("&quot;", '"')
+    assert_nothing_decided(run)

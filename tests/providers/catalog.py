@@ -22,3 +22,9 @@ register(Agent(name="provider_assistant_deadline", version="1", input_model=Assi
                description="assistant whose questions expire (tests)",
                builder="agents.assistant.build", initial_state="agents.assistant.initial_state",
                policy=Policy(timeout=60.0)))
+
+# A model turn whose calls a cancel cannot cut (its own SDK client), for the fencing test.
+register(Agent(name="provider_uncut", version="1", input_model=AssistantInput,
+               description="a model turn on the SDK's own client (tests)",
+               builder="tests.providers.agents.uncut_build",
+               initial_state="agents.assistant.initial_state"))

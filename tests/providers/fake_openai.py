@@ -363,6 +363,8 @@ class Handler(BaseHTTPRequestHandler):
             if self.provider.released.wait(step) or (left is not None and left <= 0):
                 return
             if stall:
+                if self.client_gone():
+                    return  # the client closed the connection (seen within a tick)
                 try:
                     self.chunk(b": still thinking\n\n")
                 except OSError:

@@ -1,6 +1,8 @@
 """Issue 28 finding 2: a cancelled run's late model call cannot overwrite its thread.
 
-The provider hangs on the run's model call; the run is cancelled meanwhile, and its
+A call on our client is cut by the cancel (tests/providers/test_cancel_cuts_call.py);
+an adopter's model on its SDK's own client (``provider_uncut``) runs on. The provider
+hangs on the run's model call; the run is cancelled meanwhile, and its
 listeners get RUN_FINISHED then, while the call still hangs. A new run on the same
 thread completes. When the hung call finally answers (with a tool call, as in the
 issue), the superseded segment writes nothing: the thread's latest checkpoint still
@@ -44,7 +46,7 @@ def test_a_cancelled_runs_late_answer_writes_nothing(papi, provider, plive):
     owner = papi("owner")
     # The call stalls mid-stream (kept alive, so no read timeout ends it) until released.
     provider.fault("stall")
-    first = start_run(owner, "assistant", message="first question")
+    first = start_run(owner, "provider_uncut", message="first question")
     provider.wait_hanging(1)
     listener = httpx.Client(base_url=plive["base_url"], headers=owner.headers,
                             timeout=httpx.Timeout(10))
@@ -63,7 +65,7 @@ def test_a_cancelled_runs_late_answer_writes_nothing(papi, provider, plive):
     print(f"RUN_FINISHED {heard_after:.2f} s after the cancel")
 
     # A new run on the same thread, while the old call still hangs.
-    second = start_run(owner, "assistant", thread_id=first["conversation_id"],
+    second = start_run(owner, "provider_uncut", thread_id=first["conversation_id"],
                        message="second question")
     second = wait_run(owner, second["id"], "completed", timeout=20)
     answer = second["result"]["answer"]
@@ -91,7 +93,7 @@ def test_a_cancelled_runs_late_answer_writes_nothing(papi, provider, plive):
     assert AgentRun.objects.get(pk=first["id"]).status == "cancelled"
 
     # The model's context on the next run is the completed exchange.
-    third = start_run(owner, "assistant", thread_id=first["conversation_id"],
+    third = start_run(owner, "provider_uncut", thread_id=first["conversation_id"],
                       message="third question")
     assert wait_run(owner, third["id"], "completed", timeout=20)
     [request] = provider.requests(containing="third question")

@@ -1,6 +1,7 @@
 """The official AG-UI client against a real provider client (tests/node/
 agui_provider.test.mjs): the CUSTOM retry notice inside an AG-UI run that then
-completes, and a cancel while the model call hangs."""
+completes, a stream cut mid-answer whose retry replaces (not repeats) the cut-off text, and
+a cancel while the model call hangs."""
 
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ def test_official_client_sees_the_retry_and_the_end(plive, provider, users):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_official_client_after_a_cut_stream_holds_the_answer_once(plive, provider, users):
+    provider.fault("cut", after_chunks=4)  # a few words, then the connection drops
+    _passed(_client(plive, users, "cut"))
+    [run] = AgentRun.objects.all()
+    assert run.status == "completed" and run.retries == 1
+    assert [r.answer for r in provider.requests()] == ["cut", "ok"]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_official_client_cancel_while_the_model_hangs(plive, provider, papi, users):
     provider.fault("stall")
     client = _client(plive, users, "cancel")
@@ -54,5 +64,7 @@ def test_official_client_cancel_while_the_model_hangs(plive, provider, papi, use
     assert papi("owner").post(f"/api/runs/{run.id}/cancel/").status_code == 200
     _passed(client)
     print(f"the client's run ended {time.monotonic() - cancelled_at:.2f} s after the cancel")
-    assert provider.hanging == 1  # the call still hangs: the cancel ended the AG-UI run
+    # The call never answered (it hangs, or the cancel cut it): the cancel ended the run.
+    [call] = provider.requests()
+    assert call.answer in ("stall", "stall, client gone"), call.answer
     assert AgentRun.objects.get(pk=run.pk).status == "cancelled"

@@ -1,5 +1,6 @@
 """The one pub/sub reader of a web process reconnects after Redis drops it, and both kinds
-of stream (SSE and AG-UI) keep delivering every event in order."""
+of stream (SSE and AG-UI) keep delivering every event in order; the queue stream, whose
+changes are not replayed by id, first says a reset (its pages re-read)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def test_streams_survive_a_dropped_pubsub_connection(api, live):
         assert after["id"] != before["id"]  # a new connection: it reconnected
         second = run_segment(client, "dev", resume(body["threadId"], pending["id"],
                                                    {"value": "Apollo"}))
+        # Queue changes published while it was away are lost: the page is told to re-read.
+        assert queue.next().event == "stream-reset"
         change = queue.next().json()
         assert change["type"] == "interrupts_changed"
         run_id = change["run_id"]

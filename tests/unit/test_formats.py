@@ -107,7 +107,7 @@ def test_hitl_request():
     assert fmt.vote(answer) is None
     assert fmt.summary(answer) == "send_email: Approved with edits; delete_file: Rejected: no"
     assert [s.tool for s in fmt.subjects()] == ["send_email", "delete_file"]
-    assert fmt.message() == "Approve the tool calls: send_email, delete_file"
+    assert fmt.message() == "Approve 2 tool calls: send_email(to=a), delete_file(path=/x)"
     assert fmt.response_schema()["properties"]["decisions"]["minItems"] == 2
 
 
@@ -124,7 +124,7 @@ def test_tool_approval():
     approve_only = recognise(PER_CALL, {"oneOf": [PER_CALL_SCHEMA["oneOf"][0]]})
     assert approve_only.allowed() == ["approve"]
     assert approve_only.cancelled_value() is formats.CANCELS_RUN
-    assert fmt.message() == "Deleting cannot be undone"
+    assert fmt.message() == "Approve delete_file(path=/x): Deleting cannot be undone"
 
 
 def test_agent_inbox():

@@ -109,3 +109,21 @@ def test_whole_messages_from_updates_map_as_the_messages_mode_maps_them():
     assert [e["type"] for e in by_messages if "STEP" not in e["type"]] == [
         "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TOOL_CALL_START",
         "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+
+
+def test_tasks_of_one_node_at_once_share_its_step():
+    """Parallel tool calls: two ``tools`` tasks run at once. One STEP_STARTED "tools",
+    finished when the last of them ends (the official client refuses a second
+    STEP_STARTED of a step still active)."""
+    mapper = EventMapper("m-1")
+    events = mapper.on_task({"id": "t1", "name": "tools"})
+    events += mapper.on_task({"id": "t2", "name": "tools"})
+    assert kinds(events) == ["STEP_STARTED"]
+    assert mapper.on_task({"id": "t1", "name": "tools", "interrupts": [{}]}) == []
+    done = mapper.on_task({"id": "t2", "name": "tools", "result": {}})
+    assert [(e.type.value, e.step_name) for e in done] == [("STEP_FINISHED", "tools")]
+    # Open again in the next superstep; close_all finishes it once.
+    mapper.on_task({"id": "t3", "name": "tools"})
+    mapper.on_task({"id": "t4", "name": "tools"})
+    assert [(e.type.value, e.step_name) for e in mapper.close_all()] == [
+        ("STEP_FINISHED", "tools")]

@@ -31,7 +31,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agentsite", "runs", "hitl", "agui", "streams", "execution", "api", "pages",
-            "workspace", "agents")
+            "workspace", "agents", "lgapi")
 # Our top-level import names: imports of these are ours to shape.
 OWN_ROOTS = frozenset((*PACKAGES, "tests", "bench", "manage"))
 SCANNED = (*PACKAGES, "tests", "bench")

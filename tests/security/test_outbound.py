@@ -21,6 +21,7 @@ from agentsite.outbound import OutboundRefused, refused_reason, resolve_checked
 from hitl.models import AgentWebhook, WebhookDelivery
 from hitl.notify import deliver_webhook
 from tests.providers.fake_openai import FakeProvider
+from tests.security.test_request_limits import off_loop
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -101,7 +102,7 @@ def test_a_model_base_url_to_an_internal_address_is_refused_unless_allowed():
                                    api_key="test", **provider_options("openai"))
 
         for ask in (lambda: model().invoke("hello"),
-                    lambda: asyncio.run(model().ainvoke("hello"))):  # both SDK clients
+                    lambda: off_loop(lambda: asyncio.run(model().ainvoke("hello")))):
             with override_settings(OUTBOUND_ALLOW=[]), pytest.raises(Exception) as refused:
                 ask()
             causes, error = [], refused.value
@@ -113,7 +114,7 @@ def test_a_model_base_url_to_an_internal_address_is_refused_unless_allowed():
             assert provider.requests() == []
         with override_settings(OUTBOUND_ALLOW=["127.0.0.1"]):
             model().invoke("hello")
-            asyncio.run(model().ainvoke("hello"))
+            off_loop(lambda: asyncio.run(model().ainvoke("hello")))
         assert len(provider.requests()) == 2
     finally:
         provider.stop()

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from django.test import Client, override_settings
@@ -19,6 +22,14 @@ from tests.accounts import make_token, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WINDOW = 2  # seconds
+
+
+def off_loop(call: Callable[[], Any]) -> Any:
+    """``call()`` in a thread of its own: an async view (AG-UI) run by Django's test client
+    needs a thread with no running event loop (Playwright keeps one in the main thread
+    once a browser test ran)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()
 
 
 def fresh_window() -> None:
@@ -58,8 +69,8 @@ DOORS = {
     # REST, an SSE stream open (of no run: the limit comes before the lookup), AG-UI.
     "rest": lambda c: c.get("/api/agents/"),
     "sse": lambda c: c.get(f"/api/runs/{uuid.uuid4()}/events/"),
-    "agui": lambda c: c.post("/agui/dev/connect/", {"threadId": "nope"},
-                             content_type="application/json"),
+    "agui": lambda c: off_loop(lambda: c.post("/agui/dev/connect/", {"threadId": "nope"},
+                                              content_type="application/json")),
 }
 OK = {"rest": 200, "sse": 404, "agui": 404}
 

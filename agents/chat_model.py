@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -42,7 +43,14 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from execution.calls import http_client
+from agentsite.outbound import (
+    AsyncOutboundTransport,
+    OutboundTransport,
+    check_url,
+    outbound_async_client,
+    outbound_client,
+)
+from execution.calls import AbortableTransport
 from runs import registry
 
 OFFLINE_NAME = registry.OFFLINE_MODEL
@@ -126,12 +134,21 @@ def provider_options(provider: str) -> dict[str, Any]:
     """The chat model's timeout and SDK retries (MODEL_TIMEOUT_SECONDS,
     MODEL_MAX_RETRIES), and token usage in streams, in each provider's own terms."""
     timeout, retries = settings.MODEL_TIMEOUT_SECONDS, settings.MODEL_MAX_RETRIES
+    # The base URL may not reach internal addresses unless OUTBOUND_ALLOW names them
+    # (agentsite.outbound): checked at each request where the SDK takes an httpx client
+    # or transport, else (Anthropic's) once, when the model is made.
     if provider == "ollama":  # no retries of its own; httpx's timeout
-        return {"client_kwargs": {"timeout": timeout}}
+        return {"client_kwargs": {"timeout": timeout},
+                "sync_client_kwargs": {"transport": OutboundTransport()},
+                "async_client_kwargs": {"transport": AsyncOutboundTransport()}}
     options: dict[str, Any] = {"timeout": timeout, "max_retries": retries}
     if provider in ("openai", "azure_openai"):
-        # Connections a cancel cuts (execution.calls): a cancelled run's call ends at once.
-        options["http_client"] = http_client(timeout=timeout)
+        # Connections a cancel cuts (execution.calls): a cancelled run's call ends at once;
+        # each request checked first (agentsite.outbound).
+        options.update(http_client=outbound_client(AbortableTransport(), timeout=timeout),
+                       http_async_client=outbound_async_client(timeout=timeout))
+    if provider == "anthropic":
+        check_url(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
     if provider in ("openai", "anthropic", "azure_openai"):
         # OpenAI-compatible bases report usage in a stream only when asked.
         options["stream_usage"] = True

@@ -1,9 +1,26 @@
-"""Documented error responses for the OpenAPI schema: every error has one shape."""
+"""Documented error responses for the OpenAPI schema: every error has one shape. And
+the API token's security scheme."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """``agentsite.token_auth.TokenAuthentication`` in the schema (registered on import)."""
+
+    target_class = "agentsite.token_auth.TokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Token <token>` or `Bearer <token>` (or the header "
+                               "`X-Api-Key: <token>`); scopes: read, answer, start, "
+                               "metrics, admin (docs/security.md)"}
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -16,8 +33,9 @@ class ErrorSerializer(serializers.Serializer):
 
 _MEANING = {
     400: "invalid request body or payload (`fields` names each problem)",
-    401: "not authenticated",
-    403: "forbidden (e.g. CSRF token missing with session auth)",
+    401: "not authenticated, or the token is revoked or expired",
+    403: "forbidden (e.g. CSRF token missing with session auth; `insufficient_scope`: the "
+         "token's scopes do not allow this)",
     404: "not found, or not yours",
     409: "conflict; `code` is one of not_pending, run_not_paused, version_mismatch, "
          "already_decided, thread_busy, agent_mismatch, run_finished, idempotency_in_progress",
@@ -51,4 +69,22 @@ def document_page_size_errors(result: dict, generator: object, request: object,
             if "page_size" in names and "400" not in responses and template:
                 responses["400"] = {**template,
                                     "description": "invalid query (`fields` names it)"}
+    return result
+
+
+def document_throttling(result: dict, generator: object, request: object,
+                        public: bool) -> dict:
+    """drf-spectacular hook: every authenticated operation documents the 429 of the request
+    limits (agentsite.throttles), with its Retry-After header."""
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict) or not operation.get("security"):
+                continue
+            responses = operation.get("responses", {})
+            template = responses.get("401")
+            if template and "429" not in responses:
+                responses["429"] = {
+                    **template, "description": "too many requests (`code`: throttled)",
+                    "headers": {"Retry-After": {"schema": {"type": "integer"},
+                                                "description": "seconds to wait"}}}
     return result

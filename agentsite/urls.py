@@ -6,10 +6,16 @@ from django.urls import include, path
 
 from agui.views import agui_connect, agui_run
 from api.health import healthz
+from pages.account import password_reset, token_revoke_view, tokens
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Before Django's own: password-reset requests are limited (agentsite.throttles).
+    path("accounts/password_reset/", password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("account/tokens/", tokens, name="account-tokens"),
+    path("account/tokens/<int:token_id>/revoke/", token_revoke_view,
+         name="account-token-revoke"),
     path("api/", include("api.urls")),
     path("healthz", healthz, name="healthz"),
     path("agui/<str:agent>/", agui_run, name="agui-run"),

@@ -40,15 +40,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.parsers import JSONParser
-from rest_framework.request import Request
 
 from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
-from agentsite.token_auth import TokenAuthentication
+from agentsite.throttles import retry_after
+from agentsite.token_auth import Scope, door_authenticate, require_scope
 from agui import outcomes
 from agui.events import run_started, state_without_messages
 from agui.framing import Frames
@@ -99,9 +97,12 @@ class ApiError(Exception):
         return cls(err.status, err.code, err.detail, **extra)
 
     def response(self) -> JsonResponse:
-        response = JsonResponse(self.body, status=self.status)
+        body = {k: v for k, v in self.body.items() if k != "retry_after"}
+        response = JsonResponse(body, status=self.status)
         if self.status == 401:
             response["WWW-Authenticate"] = "Token"
+        if self.status == 429:
+            response["Retry-After"] = retry_after(self.body.get("retry_after", 1))
         return response
 
 
@@ -117,18 +118,22 @@ def _db_step(func: Callable[..., Any]) -> Callable[..., Any]:
     return sync_to_async(run, thread_sensitive=False)
 
 
-def _authenticate(request: HttpRequest) -> Any:
-    """The API's authentication (token or session + CSRF); anonymous → 401."""
-    # JSONParser: DRF's CSRF check reads request.POST, which needs a parser for the body.
-    drf = Request(request, parsers=[JSONParser()],
-                  authenticators=[TokenAuthentication(), SessionAuthentication()])
+def _authenticate(request: HttpRequest, scope: str | None = None) -> tuple[Any, Any]:
+    """The user and the token (None for a session), as every door authenticates
+    (``agentsite.token_auth.door_authenticate``: 401, 403 outside ``scope``, 429)."""
     try:
-        user = drf.user
-    except exceptions.APIException as exc:
-        raise ApiError(exc.status_code, exc.default_code, str(exc.detail)) from None
-    if not user or not user.is_authenticated:
-        raise ApiError(401, "not_authenticated", "Authentication credentials were not provided.")
-    return user
+        return door_authenticate(request, scope)
+    except ServiceError as err:
+        raise ApiError.from_service(err) from None
+
+
+def _allow(auth: Any, scope: str) -> None:
+    """403 ``insufficient_scope`` before anything is read or changed, when the request's
+    token does not allow ``scope``."""
+    try:
+        require_scope(auth, scope)
+    except ServiceError as err:
+        raise ApiError.from_service(err) from None
 
 
 def _parse(model: type[BaseModel], raw: bytes) -> Any:
@@ -183,10 +188,12 @@ def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[Any]:
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    user = _authenticate(request)
+    user, auth = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: RunAgentInput = _parse(RunAgentInput, raw)
+    # A resume answers (decide); anything else starts a run.
+    _allow(auth, Scope.ANSWER if body.resume else Scope.START)
     tid = thread_uuid(body.thread_id, user.pk)
     try:
         if body.resume:
@@ -242,7 +249,7 @@ class ConnectInput(BaseModel):
 
 
 def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
-    user = _authenticate(request)
+    user, _ = _authenticate(request, Scope.READ)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
     body: ConnectInput = _parse(ConnectInput, raw)

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from agentsite.api_docs import IDEMPOTENCY_KEY, errors
 from agentsite.idempotency import idempotent
+from agentsite.token_auth import Scope
 from api.params import choice_param
 from api.serializers import DecisionSerializer, InterruptSerializer, RunSerializer
 from execution.lifecycle import interrupts_answer
@@ -31,6 +32,7 @@ from hitl.selectors import decidable_interrupts
 class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                        viewsets.GenericViewSet):
     serializer_class = InterruptSerializer
+    token_scopes = {"decision": Scope.ANSWER}  # agentsite.token_auth.TokenScope
     queryset = AgentInterrupt.objects.none()  # for the schema; get_queryset scopes to the user
 
     def get_queryset(self):

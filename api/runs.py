@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from agentsite.api_docs import IDEMPOTENCY_KEY, ErrorSerializer, errors
 from agentsite.idempotency import idempotent
+from agentsite.token_auth import Scope
 from api.params import choice_param
 from api.serializers import (
     AgentSerializer,
@@ -74,6 +75,9 @@ RETRY_CONFLICT = OpenApiResponse(ErrorSerializer, description=(
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = RunSerializer
     queryset = AgentRun.objects.none()  # for the schema; get_queryset scopes to the user
+    # What an API token needs besides ``read`` (agentsite.token_auth.TokenScope).
+    token_scopes = {"create": Scope.START, "resume": Scope.ANSWER, "cancel": Scope.ANSWER,
+                    "retry": Scope.ANSWER}
 
     def get_queryset(self):
         qs = _with_details(self._runs())

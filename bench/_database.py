@@ -29,8 +29,16 @@ from agentsite import embedded
 _MADE = "AGENTSITE_BENCH_DATABASE_MADE"  # set for the processes a bench starts
 
 
+# A bench sends thousands of requests a second from one address with one token: the
+# request limits (agentsite.throttles) would measure themselves, not the site.
+BENCH_LIMITS = {"THROTTLE_TOKEN_RATE": "1000000/s", "THROTTLE_ADDRESS_RATE": "1000000/s"}
+
+
 def fresh_database() -> str:
-    """Point DATABASE_URL at a new, empty bench database; return its name."""
+    """Point DATABASE_URL at a new, empty bench database; return its name. (Also lifts
+    the request limits for the bench's processes: ``BENCH_LIMITS``.)"""
+    for name, value in BENCH_LIMITS.items():
+        os.environ.setdefault(name, value)
     name = os.environ.get("BENCH_DATABASE", "agentsite_bench")
     if os.environ.get(_MADE) == name:  # a server this bench started: use the bench's one
         return name

@@ -230,18 +230,19 @@ def main() -> None:
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+
+    from agentsite.token_auth import token_issue
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    token, _ = Token.objects.get_or_create(user=user)
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
 
     from agents import dev
 
     floor_graph = dev.build().compile(checkpointer=stock_checkpointer())
     peers = {STOCK: start_peer(tuned=False), TUNED: start_peer(tuned=True)}
     samples: dict[str, list[float]] = {name: [] for name in [OURS, TUNED, STOCK, FLOOR]}
-    auth = {"Authorization": f"Token {token.key}"}
+    auth = {"Authorization": f"Token {token}"}
     try:
         with Stack(f"agentsite-bench-{os.getpid()}") as stack, \
                 httpx.Client(timeout=30) as peer_client, \

@@ -96,7 +96,6 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite.processes import (  # noqa: E402
     ROOT,
@@ -109,6 +108,7 @@ from agentsite.processes import (  # noqa: E402
     web_argv,
     worker_process,
 )
+from agentsite.token_auth import token_issue  # noqa: E402
 from bench._services import load, percentile, proc_stat  # noqa: E402
 from streams.publish import publish  # noqa: E402
 from tests.edge.sse_many import read_headers  # noqa: E402
@@ -677,7 +677,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench-agui-owner", password="x")
-    token = Token.objects.create(user=user).key
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
     connection.close()
 
     logs = Path(f"/tmp/agentsite-bench-agui-{os.getpid()}")

@@ -39,10 +39,10 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from langgraph.types import Command  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agents import dev  # noqa: E402
 from agentsite import timing  # noqa: E402
+from agentsite.token_auth import token_issue  # noqa: E402
 from bench import _timing  # noqa: E402
 from bench._services import Stack, load, report, stock_checkpointer  # noqa: E402
 from streams.keys import PUBSUB_CHANNEL  # noqa: E402
@@ -114,12 +114,12 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    token, _ = Token.objects.get_or_create(user=user)
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
     graph = dev.build().compile(checkpointer=stock_checkpointer())
 
     queue = f"agentsite-bench-{os.getpid()}"
     with Stack(queue) as stack, httpx.Client(
-            base_url=stack.base_url, headers={"Authorization": f"Token {token.key}"},
+            base_url=stack.base_url, headers={"Authorization": f"Token {token}"},
             timeout=30) as client:
         finishes = Finishes()
         for _ in range(args.warmup):

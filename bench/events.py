@@ -46,10 +46,10 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite import timing  # noqa: E402
 from agentsite.processes import web_process  # noqa: E402
+from agentsite.token_auth import token_issue  # noqa: E402
 from bench import _timing  # noqa: E402
 from bench._services import Stack, free_port, load, percentile  # noqa: E402
 from streams.publish import publish  # noqa: E402
@@ -267,7 +267,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-events")
-    token, _ = Token.objects.get_or_create(user=user)
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
     connection.close()
 
     with Stack(f"agentsite-bench-{os.getpid()}") as stack:
@@ -281,7 +281,7 @@ def main() -> None:
             sse_url = f"http://127.0.0.1:{port}"
             print(f"loopback; Redis {settings.REDIS_URL.split('@')[-1]}; "
                   f"database {settings.DATABASES['default']['NAME']}")
-            asyncio.run(bench(stack, sse_url, web.proc.pid, token.key, args))
+            asyncio.run(bench(stack, sse_url, web.proc.pid, token, args))
         finally:
             web.stop()
 

@@ -78,7 +78,6 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Permission  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite.processes import (  # noqa: E402
     ROOT,
@@ -94,6 +93,7 @@ from agentsite.processes import (  # noqa: E402
     worker_process,
     zmq_push_uri,
 )
+from agentsite.token_auth import token_issue  # noqa: E402
 from bench._services import load, percentile, proc_stat  # noqa: E402
 from bench._stream_clients import Clients  # noqa: E402
 
@@ -295,7 +295,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench-reviewer", password="x")
     user.user_permissions.add(Permission.objects.get(codename="decide_interrupt"))
-    token = Token.objects.create(user=user).key
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
     connection.close()
 
     logs = Path(f"/tmp/agentsite-bench-streams-{os.getpid()}")

@@ -43,9 +43,9 @@ import httpx  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agentsite import timing  # noqa: E402
+from agentsite.token_auth import token_issue  # noqa: E402
 from bench import _timing  # noqa: E402
 from bench._services import (  # noqa: E402
     Stack,
@@ -202,7 +202,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    token, _ = Token.objects.get_or_create(user=user)
+    token = token_issue(user=user, name="bench", scopes="admin")[1]
     connection.close()
 
     rows = []
@@ -225,7 +225,7 @@ def main() -> None:
             web_pid = stack.procs[-1].proc.pid
             cpu0, web0, bench0 = cpu_seconds(pids), cpu_seconds([web_pid]), time.process_time()
             count, seconds, took, runs = asyncio.run(
-                drive(stack.base_url, token.key, args.clients, args.seconds, args.warmup))
+                drive(stack.base_url, token, args.clients, args.seconds, args.warmup))
             # CPU per run over the whole drive (warm-up and tail included): product, clients.
             cpu = (cpu_seconds(pids) - cpu0, cpu_seconds([web_pid]) - web0,
                    time.process_time() - bench0)

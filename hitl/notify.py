@@ -30,6 +30,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Func, JSONField, OuterRef, Value
 from django.utils import timezone
 
+from agentsite.outbound import outbound_client
 from hitl.models import AgentInterrupt, AgentWebhook, Notification, WebhookDelivery
 from runs.models import AgentRun
 
@@ -270,8 +271,9 @@ def deliver_webhook(delivery_id: int) -> bool | None:
                "X-Agentsite-Event": item.event, "X-Agentsite-Delivery": str(item.pk)}
     code, error = None, ""
     try:
-        response = httpx.post(item.webhook.url, content=raw, headers=headers,
-                              timeout=settings.HITL_WEBHOOK_TIMEOUT)
+        # Not to internal addresses (agentsite.outbound: OutboundRefused, a failed attempt).
+        with outbound_client(timeout=settings.HITL_WEBHOOK_TIMEOUT) as client:
+            response = client.post(item.webhook.url, content=raw, headers=headers)
         code = response.status_code
     except httpx.HTTPError as err:
         error = f"{type(err).__name__}: {err}"

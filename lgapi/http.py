@@ -3,14 +3,16 @@
 Every error answers ``{"detail": "..."}`` (what LangGraph's server and its SDK use) with
 a 4xx status; a service error keeps its status. Tokens are the API's own
 (``agentsite.token_auth``), read from ``X-Api-Key`` (what ``langgraph-sdk`` sends), from
-``Authorization: Bearer <key>`` or ``Authorization: Token <key>``; a browser session
-works too (with its CSRF check), for a chat UI served by this site.
+``Authorization: Bearer <key>`` or ``Authorization: Token <key>``, each within its scopes
+(``required_scope``) and the request limits; a browser session works too (with its CSRF
+check), for a chat UI served by this site.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,23 +24,21 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 from rest_framework import exceptions
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.parsers import JSONParser
-from rest_framework.request import Request
 
 from agentsite import parsers
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import ServiceError
-from agentsite.token_auth import TokenAuthentication
+from agentsite.token_auth import Scope, door_authenticate
 from streams.db import release_db_connections
 
 
 class LgError(Exception):
     """An answer in the Platform's error shape."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
-        self.status, self.detail = status, detail
+        self.status, self.detail, self.headers = status, detail, headers or {}
 
     @classmethod
     def of(cls, err: ServiceError) -> LgError:
@@ -47,40 +47,53 @@ class LgError(Exception):
 
     def response(self) -> JsonResponse:
         response = JsonResponse({"detail": self.detail}, status=self.status)
+        for name, value in self.headers.items():
+            response[name] = value
         if self.status == 401:
             response["WWW-Authenticate"] = "Bearer"
         return response
 
 
-class ApiKeyAuthentication(TokenAuthentication):
-    """The API token from ``X-Api-Key``: the project's token authentication, read from
-    the header the LangGraph SDKs send."""
-
-    def authenticate(self, request: Any) -> Any:
-        key = request.META.get("HTTP_X_API_KEY", "").strip()
-        if not key:
-            return None
-        return self.authenticate_credentials(key)
-
-
-class BearerAuthentication(TokenAuthentication):
-    """``Authorization: Bearer <key>``: the same tokens."""
-
-    keyword = "Bearer"
-
-
 def authenticate(request: HttpRequest) -> Any:
-    """The request's user (401 when none; 403 for a session without its CSRF token)."""
-    drf = Request(request, parsers=[JSONParser()], authenticators=[
-        ApiKeyAuthentication(), BearerAuthentication(), TokenAuthentication(),
-        SessionAuthentication()])
+    """The request's user (401 when none; 403 for a session without its CSRF token, or a
+    token whose scopes do not cover the request; 429 over the request limits), as every
+    door authenticates (``agentsite.token_auth.door_authenticate``)."""
     try:
-        user = drf.user
-    except exceptions.APIException as exc:
-        raise LgError(exc.status_code, str(exc.detail)) from None
-    if not user or not user.is_authenticated:
-        raise LgError(401, "Authentication credentials were not provided.")
+        user, _ = door_authenticate(request, required_scope(request))
+    except ServiceError as err:
+        retry = err.extra.get("retry_after")
+        raise LgError(err.status, err.detail,
+                      headers={"Retry-After": str(retry)} if retry else None) from None
     return user
+
+
+# POSTs that only read (the SDK's searches and counts, history and state lookups).
+_READS = re.compile(r"/(search|count|history|versions|state/checkpoint)$")
+_RUNS = re.compile(r"(^|/)runs(/stream|/wait)?$")
+
+
+def required_scope(request: HttpRequest) -> str:
+    """The token scope a request needs (docs/security.md): reading for GET and the POSTs
+    that read; a run: ``start``, or ``answer`` when its ``command`` resumes; cancelling a
+    run: ``answer``; creating, changing or deleting one's threads: ``start``; anything
+    else: ``admin``."""
+    path = request.path_info.rstrip("/")
+    if request.method in ("GET", "HEAD", "OPTIONS") or (
+            request.method == "POST" and _READS.search(path)):
+        return Scope.READ
+    if request.method == "POST" and path.endswith("/cancel"):
+        return Scope.ANSWER
+    if request.method == "POST" and _RUNS.search(path):
+        try:
+            data = parsers.loads(request.body) if request.body.strip() else {}
+        except (ServiceError, exceptions.ParseError, RequestDataTooBig):
+            data = {}  # the handler answers the bad body; the smallest scope of a run
+        command = data.get("command") if isinstance(data, dict) else None
+        return Scope.ANSWER if isinstance(command, dict) and "resume" in command \
+            else Scope.START
+    if re.search(r"(^|/)threads(/[^/]+)?$", path):
+        return Scope.START
+    return Scope.ADMIN
 
 
 def body(request: HttpRequest, model: type[BaseModel]) -> Any:

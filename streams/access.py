@@ -11,9 +11,9 @@ fan-out (``PUBSUB_CHANNEL``, ``{"access": [ids]}``) once the change commits:
 
 What counts: a user saved other than by a login's ``last_login`` (deactivated, staff or
 superuser taken away, or any other edit), deleted, a permission or group taken from a
-user, a permission taken from a group, an API token deleted, a session deleted (a
-logout). A direct stream checks its credential too (the token or session it was opened
-with: ``streams.sse``); a held stream's reconnect is authenticated anew. A message lost
+user, a permission taken from a group, an API token revoked (or deleted), a session
+deleted (a logout). A direct stream checks its credential too (the token or session it
+was opened with: ``streams.sse``); a held stream's reconnect is authenticated anew. A message lost
 (Redis down) only means the periodic check finds it (on a held stream: the user, not the
 credential, whose loss then shows at its next reconnect).
 
@@ -35,8 +35,8 @@ from django.contrib.sessions.models import Session
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from redis.exceptions import RedisError
-from rest_framework.authtoken.models import Token
 
+from agentsite.models import ApiToken
 from streams.keys import PUBSUB_CHANNEL
 from streams.publish import redis_client
 
@@ -102,6 +102,11 @@ def _token_deleted(sender: Any, instance: Any, **_: Any) -> None:
     recheck_on_commit([instance.user_id])
 
 
+def _token_saved(sender: Any, instance: Any, update_fields: Any, **_: Any) -> None:
+    if instance.revoked_at is not None or instance.is_expired():  # revoked, or cut short
+        recheck_on_commit([instance.user_id])
+
+
 def _session_deleted(sender: Any, instance: Any, **_: Any) -> None:
     recheck_on_commit([instance.get_decoded().get(SESSION_KEY)])
 
@@ -121,5 +126,6 @@ def connect() -> None:
         m2m_changed.connect(changed, sender=through, weak=False, dispatch_uid=uid + field)
     m2m_changed.connect(_group_permissions_changed, sender=Group.permissions.through,
                         dispatch_uid=uid + "group_permissions")
-    post_delete.connect(_token_deleted, sender=Token, dispatch_uid=uid + "token")
+    post_delete.connect(_token_deleted, sender=ApiToken, dispatch_uid=uid + "token")
+    post_save.connect(_token_saved, sender=ApiToken, dispatch_uid=uid + "token_saved")
     post_delete.connect(_session_deleted, sender=Session, dispatch_uid=uid + "session")

@@ -50,13 +50,14 @@ from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentsite.api_docs import errors
+from agentsite.models import ApiToken
+from agentsite.token_auth import token_usable
 from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
 from streams import grip
 from streams.channels import may_read, user_stream_channel
@@ -111,8 +112,8 @@ def stream_reset(channel: str) -> str:
 
 def credential(request: Request) -> tuple[str, str] | None:
     """What the stream was opened with, to check again: its API token, or its session."""
-    if isinstance(request.auth, Token):
-        return "token", request.auth.key
+    if isinstance(request.auth, ApiToken):
+        return "token", str(request.auth.pk)
     key = request.session.session_key if hasattr(request, "session") else None
     return ("session", key) if key else None
 
@@ -122,7 +123,7 @@ def _credential_valid(user: Any, held: tuple[str, str] | None) -> bool:
         return True
     kind, key = held
     if kind == "token":
-        return Token.objects.filter(key=key, user_id=user.pk).exists()
+        return token_usable(key, user.pk)  # not revoked, not expired
     return import_module(settings.SESSION_ENGINE).SessionStore().exists(key)
 
 

@@ -33,3 +33,10 @@ def make_user(username: str, email: str = "", password: str | None = None,
 def make_superuser(username: str, email: str = "", password: str | None = None,
                    **fields: Any) -> Any:
     return make_user(username, email, password, is_staff=True, is_superuser=True, **fields)
+
+
+def make_token(user: Any, scopes: str = "admin", name: str = "test", **fields: Any) -> str:
+    """A new API token of ``user`` (every scope unless told), as a client sends it."""
+    from agentsite.token_auth import token_issue
+
+    return token_issue(user=user, name=name, scopes=scopes, **fields)[1]

@@ -147,15 +147,14 @@ def unconsumed_queue() -> Iterator[str]:
 @pytest.fixture
 def users(transactional_db) -> dict:
     from django.contrib.auth.models import Permission
-    from rest_framework.authtoken.models import Token
 
-    from tests.accounts import make_user
+    from tests.accounts import make_token, make_user
 
     made = {}
     for name in ("owner", "reviewer", "outsider"):
         user = make_user(name, f"{name}@example.com", "pw-" + name)
         made[name] = user
-        made[f"{name}_token"] = Token.objects.create(user=user).key
+        made[f"{name}_token"] = make_token(user)  # every scope (tests/security: narrower)
     made["reviewer"].user_permissions.add(Permission.objects.get(codename="decide_interrupt"))
     return made
 

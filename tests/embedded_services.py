@@ -24,6 +24,11 @@ import pytest
 PROVIDED = "AGENTSITE_TEST_PROVIDED"
 ROOT = Path(__file__).resolve().parent.parent
 
+TEST_ENV = {"THROTTLE_TOKEN_RATE": "1000000/s", "THROTTLE_ADDRESS_RATE": "1000000/s",
+            "THROTTLE_AUTH_FAILURE_RATE": "1000000/s",
+            "THROTTLE_PASSWORD_RESET_RATE": "1000000/s", "LOGIN_FAILURE_LIMIT": "1000",
+            "OUTBOUND_ALLOW": "127.0.0.1,::1,localhost"}
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
@@ -41,6 +46,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if not worker:
         os.environ[PROVIDED] = ",".join(
             {"postgres": "DATABASE_URL", "redis": "REDIS_URL"}[p] for p in provided)
+    # Every process of the suite (this one and the servers it starts inherit os.environ):
+    # the suite sends thousands of requests from 127.0.0.1 and fails logins on purpose;
+    # tests/security tests the limits with small ones of their own. Its webhook receivers
+    # and stand-in model providers listen on loopback (agentsite.outbound).
+    for name, value in TEST_ENV.items():
+        os.environ.setdefault(name, value)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

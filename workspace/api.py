@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentsite.api_docs import errors
+from agentsite.token_auth import Scope
 from workspace import services
 from workspace.models import Document
 
@@ -31,6 +32,9 @@ class DocumentSerializer(serializers.ModelSerializer):
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                       mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = DocumentSerializer
+    queryset = Document.objects.none()  # for the schema; get_queryset scopes to the user
+    # Uploading a plan prepares runs (agentsite.token_auth.TokenScope).
+    token_scopes = {"create": Scope.START, "destroy": Scope.START}
 
     def get_queryset(self):
         return Document.objects.filter(owner=self.request.user)

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
 from runs.models import AgentRun, AuditLog
+from tests.accounts import make_token
 from tests.agui_client import post_events, resume, run_input
 from tests.helpers import pending, start_run, wait_run
 from tests.sse_client import SseStream
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def root(live, users):
     user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
     client = httpx.Client(base_url=live["base_url"], timeout=30,
-                          headers={"Authorization": f"Token {Token.objects.create(user=user)}"})
+                          headers={"Authorization": f"Token {make_token(user)}"})
     yield user, client
     client.close()
 

@@ -2,7 +2,7 @@
 (streams.access: the edge forwarder publishes a close on the user's ``access-<id>``
 channel), not at the proxy's next check of its link (STREAM_RECHECK_SECONDS, 30 s). Its
 reconnect is checked like any open: refused. The owner's held stream on the same run
-goes on. A deleted API token closes the held streams it opened the same way. The direct
+goes on. A revoked API token closes the held streams it opened the same way. The direct
 variant is tests/streams/test_access_revoked.py.
 """
 
@@ -13,8 +13,9 @@ import time
 import httpx
 import pytest
 from django.contrib.auth.models import Permission
-from rest_framework.authtoken.models import Token
 
+from agentsite.models import ApiToken
+from agentsite.token_auth import token_revoke
 from tests.helpers import answer, published_events, start_run, wait_run
 from tests.sse_client import SseStream
 
@@ -59,13 +60,14 @@ def test_a_held_stream_closes_when_its_reviewer_loses_the_permission(via_edge, u
         assert owners.next().json()["type"] == "RUN_STARTED"  # still held, still fed
 
 
-def test_a_held_stream_closes_when_its_token_is_deleted(via_edge, users):
+def test_a_held_stream_closes_when_its_token_is_revoked(via_edge, users):
     owner = via_edge("owner")
     run = wait_run(owner, start_run(owner)["id"], "paused")
     path = f"/api/runs/{run['id']}/events/"
     with _held(owner, path) as stream:
         time.sleep(3)  # past the proxy's first look at the new hold
-        Token.objects.filter(user=users["owner"]).delete()
+        for token in ApiToken.objects.filter(user=users["owner"]):
+            token_revoke(token_id=token.pk, actor=None)
         assert _closed_soon(stream) < SOON
     with SseStream(owner, path, headers=SSE) as again:
-        assert again.status == 401  # the reconnect, with the deleted token
+        assert again.status == 401  # the reconnect, with the revoked token

@@ -9,10 +9,9 @@ from typing import Any
 import httpx
 import pytest
 from django.contrib.auth.models import Group, Permission
-from rest_framework.authtoken.models import Token
 
 import tests.agent_catalog  # noqa: F401 - the test agents, for services called in-process
-from tests.accounts import make_user
+from tests.accounts import make_token, make_user
 from tests.helpers import start_run, wait_run
 
 
@@ -27,7 +26,7 @@ def people(users) -> dict[str, Any]:
         user = make_user(name, f"{name}@example.com", "pw-" + name, is_staff=True)
         user.user_permissions.add(decide)
         made[name] = user
-        made[f"{name}_token"] = Token.objects.create(user=user).key
+        made[f"{name}_token"] = make_token(user)
     made["carol"].groups.add(legal)
     made["boss"].user_permissions.add(override)
     return made

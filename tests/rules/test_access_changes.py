@@ -13,8 +13,9 @@ from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import Group, Permission
 from django.contrib.sessions.backends.db import SessionStore
-from rest_framework.authtoken.models import Token
 
+from agentsite.models import ApiToken
+from agentsite.token_auth import token_issue, token_revoke
 from streams.keys import PUBSUB_CHANNEL
 
 
@@ -59,8 +60,10 @@ def test_each_change_tells_the_users_it_touches(people, announced) -> None:
     owner.is_active = False
     assert announced(owner.save) == {ids["owner"]}
     assert announced(lambda: owner.save(update_fields=["last_login"])) == set()  # a login
-    token = Token.objects.create(user=reviewer)
-    assert announced(token.delete) == {ids["reviewer"]}
+    revoked, _ = token_issue(user=reviewer, name="revoked", scopes="read")
+    assert announced(lambda: token_revoke(token_id=revoked.pk, actor=None)) == {ids["reviewer"]}
+    token, _ = token_issue(user=reviewer, name="deleted", scopes="read")
+    assert announced(ApiToken.objects.get(pk=token.pk).delete) == {ids["reviewer"]}
     session = SessionStore()
     session[SESSION_KEY] = ids["second_reviewer"]
     session.create()

@@ -16,8 +16,9 @@ import pytest
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, Permission
 from django.contrib.sessions.backends.db import SessionStore
-from rest_framework.authtoken.models import Token
 
+from agentsite.models import ApiToken
+from agentsite.token_auth import token_revoke
 from tests.helpers import answer, published_events, start_run, wait_run
 from tests.sse_client import SseStream
 
@@ -92,7 +93,7 @@ def test_a_deactivated_owner_is_cut_off_at_once(api, users):
         assert _refused_soon(stream) < SOON
 
 
-def test_a_deleted_token_or_session_ends_the_streams_it_opened(api, live, users):
+def test_a_revoked_token_or_deleted_session_ends_the_streams_it_opened(api, live, users):
     owner = api("owner")
     run = wait_run(owner, start_run(owner)["id"], "paused")
     path = f"/api/runs/{run['id']}/events/"
@@ -107,5 +108,6 @@ def test_a_deleted_token_or_session_ends_the_streams_it_opened(api, live, users)
     with _open(_quick(owner), path) as by_token, _open(browser, path) as by_session:
         session.delete()  # a logout
         assert _refused_soon(by_session) < SOON
-        Token.objects.filter(user=users["owner"]).delete()
+        for token in ApiToken.objects.filter(user=users["owner"]):
+            token_revoke(token_id=token.pk, actor=None)
         assert _refused_soon(by_token) < SOON

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class AgentsiteConfig(AppConfig):
+    name = "agentsite"
+    verbose_name = "agentsite: access and security"
+
+    def ready(self) -> None:
+        from agentsite import security_audit
+
+        security_audit.connect()  # security events of logins, lockouts, users' permissions

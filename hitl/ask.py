@@ -44,13 +44,13 @@ def _ask(request: dict[str, Any], expires_at: datetime | None = None,
     payload = {k: v for k, v in request.items() if v is not None}
     if expires_at is not None:
         payload["expiresAt"] = expires_at.isoformat()
-    kinds.parse_request(payload)  # a malformed request is a bug in the graph: fail here
+    parsed = kinds.parse_request(payload)  # a malformed request is a bug in the graph: fail here
     wire = policies.request_policy(payload["type"], dict(policy or {}))
     if wire:
         payload["policy"] = wire
     if "default" in wire:
         # A default that does not answer the question is a bug in the graph: fail here.
-        wire["default"] = kinds.validate_response(payload, wire["default"])
+        wire["default"] = parsed.validate_answer(wire["default"])
     answer = interrupt(payload)
     if policies.is_quorum_answer(payload, answer):
         return answer
@@ -62,7 +62,7 @@ def _ask(request: dict[str, Any], expires_at: datetime | None = None,
         raise kinds.HitlCancelled(f"{payload['type']} question cancelled by the user")
     # The server validated the answer already; validate again so a graph never acts
     # on a payload that slipped past (e.g. a resume written by hand to the checkpoint).
-    return kinds.validate_response(payload, answer)
+    return parsed.validate_answer(answer)
 
 
 def _options(options: list[Any]) -> list[dict[str, str]]:

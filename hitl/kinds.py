@@ -1,17 +1,20 @@
-"""The seven interaction kinds: request and response models, and validation.
+"""The seven interaction kinds on the wire: request and response models, and validation.
 
-Wire-compatible with the seed's ``@agent/proto``: the request is what the graph
-passes to ``interrupt()`` (no id: LangGraph assigns it); the response is the
-resume payload. A response is always validated against the request it answers.
+These are what the graph-side helpers (``hitl.ask``) need; the server reaches them
+through the formats (``hitl.formats.ours``, whose ``OURS`` lists the kinds). The
+request is what the graph passes to ``interrupt()`` (no id: LangGraph assigns it); the
+response is the resume payload, always validated against the request it answers.
+Wire-compatible with the seed's ``@agent/proto``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from agentsite.errors import pydantic_fields
+from hitl import schema_errors
 
 
 class _Model(BaseModel):
@@ -24,6 +27,21 @@ class Option(_Model):
 
 
 Problem = tuple[str, str] | None  # (field, message) of an answer that does not fit
+
+
+class InvalidAnswer(Exception):
+    """A resume payload that does not answer its request; ``fields`` names the problems
+    (``{"decisions.0.type": ["..."]}``)."""
+
+    def __init__(self, message: str, fields: dict[str, list[str]]) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+def refuse(what: str, fields: dict[str, list[str]]) -> InvalidAnswer:
+    """The error refusing a ``what`` answer (e.g. "select", "tool approval")."""
+    return InvalidAnswer(f"invalid {what} answer: " + "; ".join(
+        f"{k}: {', '.join(v)}" for k, v in fields.items()), fields)
 
 
 def _closed(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -89,9 +107,10 @@ class ReviewResponse(_Model):
 ResponseModel = type[_Model]
 
 
-class _Request(_Model):
+class Request(_Model):
     # Extra keys (e.g. "reason", "expiresAt") are part of the payload the UI shows.
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+    type: str  # each kind's ``Literal`` name
     message: str = ""
     reason: str | None = None
 
@@ -105,8 +124,23 @@ class _Request(_Model):
         """JSON Schema of the resume payload (AG-UI ``responseSchema``)."""
         raise NotImplementedError
 
+    def validate_answer(self, payload: Any) -> dict[str, Any]:
+        """Check a resume payload against this request; return the clean payload."""
+        if not isinstance(payload, dict):
+            raise InvalidAnswer("payload must be a JSON object",
+                                {"payload": ["expected an object"]})
+        try:
+            clean = self.response_model.model_validate(payload)
+        except ValidationError as err:
+            raise refuse(self.type, pydantic_fields(err, root="payload")) from None
+        problem = self.check(clean)
+        if problem:
+            field, message = problem
+            raise refuse(self.type, {field: [message]})
+        return clean.model_dump(exclude_none=True)
 
-class InputRequest(_Request):
+
+class InputRequest(Request):
     type: Literal["input"] = "input"
     placeholder: str | None = None
     response_model: ClassVar[ResponseModel] = InputResponse
@@ -118,7 +152,7 @@ class InputRequest(_Request):
         return _closed({"value": {"type": "string", "minLength": 1}}, ["value"])
 
 
-class SelectRequest(_Request):
+class SelectRequest(Request):
     type: Literal["select"] = "select"
     options: list[Option] = Field(min_length=1)
     response_model: ClassVar[ResponseModel] = SelectResponse
@@ -133,7 +167,7 @@ class SelectRequest(_Request):
         return _closed({"value": _one_of([o.value for o in self.options])}, ["value"])
 
 
-class MultiSelectRequest(_Request):
+class MultiSelectRequest(Request):
     type: Literal["multiSelect"] = "multiSelect"
     options: list[Option] = Field(min_length=1)
     min: int | None = Field(default=None, ge=0)
@@ -163,7 +197,7 @@ class MultiSelectRequest(_Request):
         return _closed({"values": items}, ["values"])
 
 
-class ModalRequest(_Request):
+class ModalRequest(Request):
     type: Literal["modal"] = "modal"
     title: str
     body: str
@@ -180,7 +214,7 @@ class ModalRequest(_Request):
         return _closed({"action": _one_of([a.value for a in self.actions])}, ["action"])
 
 
-class ApprovalRequest(_Request):
+class ApprovalRequest(Request):
     type: Literal["approval"] = "approval"
     details: Any = None
     response_model: ClassVar[ResponseModel] = ApprovalResponse
@@ -190,7 +224,7 @@ class ApprovalRequest(_Request):
                        ["approved"])
 
 
-class UnlockRequest(_Request):
+class UnlockRequest(Request):
     type: Literal["unlock"] = "unlock"
     key: str
     response_model: ClassVar[ResponseModel] = UnlockResponse
@@ -199,7 +233,7 @@ class UnlockRequest(_Request):
         return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-class ReviewRequest(_Request):
+class ReviewRequest(Request):
     type: Literal["review"] = "review"
     proposal: dict[str, Any]
     allowed: list[ReviewDecision] = Field(
@@ -212,7 +246,7 @@ class ReviewRequest(_Request):
         if answer.decision not in self.allowed:
             return "decision", f"{answer.decision!r} is not allowed here (allowed: {self.allowed})"
         if answer.decision == "edit" and self.editSchema:
-            error = _schema_error(self.editSchema, answer.edited)
+            error = schema_errors.first(self.editSchema, answer.edited)
             if error:
                 return "edited", error
         return None
@@ -230,6 +264,9 @@ InterruptRequest = Annotated[
     Field(discriminator="type"),
 ]
 _request_adapter: TypeAdapter[Any] = TypeAdapter(InterruptRequest)
+# The ``type`` each request model takes (the formats' registry is ``hitl.formats.ours``).
+_TYPES = frozenset(m.model_fields["type"].default
+                   for m in get_args(get_args(InterruptRequest)[0]))
 
 # The resume value of a cancelled interrupt (AG-UI resume entry with status "cancelled").
 CANCELLED_RESUME = {"approved": False, "reason": "cancelled by user"}
@@ -239,53 +276,18 @@ class HitlCancelled(Exception):
     """Raised in a graph when a question that cannot be declined was cancelled."""
 
 
-KINDS = ("input", "select", "multiSelect", "modal", "approval", "unlock", "review")
-
-
-class InvalidResponse(Exception):
-    """A resume payload that does not answer its request; ``fields`` names the problems."""
-
-    def __init__(self, message: str, fields: dict[str, list[str]]) -> None:
-        super().__init__(message)
-        self.fields = fields
-
-
-def parse_request(payload: Any) -> _Request:
+def parse_request(payload: Any) -> Request:
     """Validate what a graph passed to ``interrupt()`` (raises pydantic ValidationError)."""
     return _request_adapter.validate_python(payload)
 
 
 def validate_response(request: dict[str, Any], payload: Any) -> dict[str, Any]:
-    """Check a resume payload against the request it answers; return the clean payload."""
+    """Check a resume payload against the request (a dict) it answers; return the clean
+    payload. With the request parsed already, ``Request.validate_answer`` does the same."""
     kind = request.get("type")
-    if kind not in KINDS:
-        raise InvalidResponse(f"unknown interaction kind {kind!r}", {"type": ["unknown kind"]})
-    if not isinstance(payload, dict):
-        raise InvalidResponse("payload must be a JSON object", {"payload": ["expected an object"]})
-    parsed = parse_request(request)
-    try:
-        clean = parsed.response_model.model_validate(payload)
-    except ValidationError as err:
-        fields = pydantic_fields(err, root="payload")
-        raise InvalidResponse(f"invalid {kind} answer: " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in fields.items()), fields) from None
-    problem = parsed.check(clean)
-    if problem:
-        field, message = problem
-        raise InvalidResponse(f"invalid {kind} answer: {field}: {message}", {field: [message]})
-    return clean.model_dump(exclude_none=True)
-
-
-def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
-    if not errors:
-        return None
-    first = errors[0]
-    where = "/".join(str(p) for p in first.path)
-    return f"{where + ': ' if where else ''}{first.message}"
+    if kind not in _TYPES:
+        raise InvalidAnswer(f"unknown interaction kind {kind!r}", {"type": ["unknown kind"]})
+    return parse_request(request).validate_answer(payload)
 
 
 def response_schema(request: dict[str, Any]) -> dict[str, Any]:

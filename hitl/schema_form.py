@@ -21,6 +21,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
+
+from hitl import schema_errors
+
 SCALARS = ("string", "number", "integer", "boolean")
 
 
@@ -350,12 +354,9 @@ def plain_errors(schema: Any, value: Any, *, name: str) -> dict[str, list[str]]:
 
     Errors inside a property belong to that property's field; the rest to ``name``.
     """
-    import jsonschema
-
     root = schema if isinstance(schema, dict) else {}
     try:
-        validator = jsonschema.Draft202012Validator(root)
-        found = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+        found = schema_errors.found(root, value)
     except jsonschema.SchemaError:
         return {}
     top = resolve(root)

@@ -13,7 +13,6 @@ from hitl.formats.base import (
     CANCELS_RUN,
     CardFormError,
     InterruptFormat,
-    InvalidAnswer,
     Subject,
     Vote,
 )
@@ -21,6 +20,7 @@ from hitl.formats.generic import Generic, SchemaForm
 from hitl.formats.inbox import AgentInbox
 from hitl.formats.middleware import HitlRequest, ToolApproval
 from hitl.formats.ours import OURS
+from hitl.kinds import InvalidAnswer
 
 if TYPE_CHECKING:
     from hitl.models import AgentInterrupt

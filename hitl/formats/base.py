@@ -12,14 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, NamedTuple
 
-import jsonschema
-
-from hitl.kinds import InvalidResponse
-
-# One error type for a refused answer, old and new callers alike (``.fields`` names the
-# problems: ``{"decisions.0.type": ["..."]}``).
-InvalidAnswer = InvalidResponse
-
+from hitl.kinds import refuse
+from hitl.schema_errors import by_field
 
 
 class _CancelsRun:
@@ -91,53 +85,6 @@ def short_json(value: Any, limit: int = SUMMARY_MAX) -> str:
     return clip(text, limit)
 
 
-def schema_errors(schema: dict[str, Any], value: Any, root: str = "payload"
-                  ) -> dict[str, list[str]]:
-    """jsonschema's errors for ``value`` as ``{dotted.path: [messages]}`` (``root`` for
-    the whole value); an unusable schema is one error under ``root``."""
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = cls(schema)
-        found = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
-    except (jsonschema.exceptions.SchemaError, TypeError, ValueError,
-            jsonschema.exceptions.UnknownType) as err:
-        return {root: [f"the interrupt's response schema cannot be used: {err}"]}
-    fields: dict[str, list[str]] = {}
-    for error in found:
-        path = [str(p) for p in error.path]
-        named = _names_at_fault(error)
-        for name in named or [None]:
-            key = ".".join(path + ([name] if name else [])) or root
-            fields.setdefault(key, []).append(
-                error.message if not name else
-                "required" if error.validator == "required" else "not an accepted field")
-    return fields
-
-
-def _names_at_fault(error: Any) -> list[str]:
-    """The properties a "required" / "additionalProperties" error is about (jsonschema
-    reports them on the object): each gets its own field error."""
-    instance = error.instance if isinstance(error.instance, dict) else None
-    if instance is None:
-        return []
-    if error.validator == "required" and isinstance(error.validator_value, list):
-        missing = [n for n in error.validator_value if isinstance(n, str) and n not in instance]
-        return [n for n in missing if repr(n) in error.message][:1] or missing[:1]
-    if error.validator == "additionalProperties" and error.validator_value is False:
-        known = (error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {}
-        patterns = error.schema.get("patternProperties") if isinstance(error.schema,
-                                                                       dict) else None
-        if patterns:
-            return []
-        return [str(n) for n in instance if n not in known]
-    return []
-
-
-def refuse(what: str, fields: dict[str, list[str]]) -> InvalidAnswer:
-    return InvalidAnswer(f"invalid {what} answer: " + "; ".join(
-        f"{k}: {', '.join(v)}" for k, v in fields.items()), fields)
-
-
 class InterruptFormat:
     """One interrupt value in one format. Subclasses set the class attributes and
     override what differs; the defaults suit a value answered with any JSON."""
@@ -197,7 +144,7 @@ class InterruptFormat:
     def validate(self, answer: Any) -> Any:
         """The clean answer, or InvalidAnswer naming the fields in error."""
         if self.schema:
-            fields = schema_errors(self.schema, answer)
+            fields = by_field(self.schema, answer)
             if fields:
                 raise refuse(self.label.lower(), fields)
         return answer

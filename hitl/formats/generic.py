@@ -13,9 +13,9 @@ from hitl.formats.base import (
     CardFormError,
     InterruptFormat,
     clip,
-    refuse,
     short_json,
 )
+from hitl.kinds import refuse
 
 # Keys a dict value commonly names its question with, in order of preference.
 QUESTION_KEYS = ("question", "message", "prompt", "title", "description", "text", "query")

@@ -15,9 +15,9 @@ from hitl.formats.base import (
     Subject,
     Vote,
     clip,
-    refuse,
     short_json,
 )
+from hitl.kinds import refuse
 
 
 class ActionRequest(TypedDict):

@@ -20,10 +20,10 @@ from hitl.formats.base import (
     Subject,
     Vote,
     clip,
-    refuse,
-    schema_errors,
     short_json,
 )
+from hitl.kinds import refuse
+from hitl.schema_errors import by_field
 
 DecisionType = Literal["approve", "edit", "reject", "respond"]
 DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
@@ -121,7 +121,7 @@ def _check_decision(decision: Any, *, name: str, allowed: list[str],
             return None, {f"{prefix}edited_action.name": [
                 f"must stay {name!r} (an edit cannot switch tools)"]}
         if args_schema:
-            fields = schema_errors(args_schema, action["args"], root="args")
+            fields = by_field(args_schema, action["args"], root="args")
             if fields:
                 return None, {f"{prefix}edited_action.args"
                               + ("" if k == "args" else f".{k}"): v for k, v in fields.items()}
@@ -423,7 +423,7 @@ class ToolApproval(InterruptFormat):
         if fields:
             raise refuse("tool approval", fields)
         if self.schema:  # the interrupt's own schema is LangGraph's check on resume
-            fields = schema_errors(self.schema, clean)
+            fields = by_field(self.schema, clean)
             if fields:
                 raise refuse("tool approval", fields)
         return clean

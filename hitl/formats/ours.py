@@ -1,9 +1,10 @@
-"""Our seven interaction kinds (``hitl.ask``'s helpers), unchanged on the wire: every
-method delegates to the request / response models of ``hitl.kinds``."""
+"""Our seven interaction kinds (``hitl.ask``'s helpers): the request / response models
+of ``hitl.kinds`` behind the format interface. ``OURS`` is the kinds' one registry."""
 
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
@@ -47,11 +48,22 @@ class OurKind(InterruptFormat):
             return str(self.request["reason"])
         return "input_required"
 
+    @cached_property
+    def parsed(self) -> kinds.Request | None:
+        """The request parsed once (None: not a valid one of our kinds)."""
+        try:
+            return kinds.parse_request(self.request)
+        except ValidationError:
+            return None
+
     def response_schema(self) -> dict[str, Any]:
-        return kinds.response_schema(self.request)
+        parsed = self.parsed
+        return parsed.response_schema() if parsed else {"type": "object"}
 
     def validate(self, answer: Any) -> Any:
-        return kinds.validate_response(self.request, answer)
+        if self.parsed is None:
+            return kinds.validate_response(self.request, answer)  # says what is wrong
+        return self.parsed.validate_answer(answer)
 
     def cancelled_value(self) -> Any:
         # ``hitl.ask`` reads it: an approval's "no", a review's reject where allowed,
@@ -324,3 +336,4 @@ class Review(OurKind):
 
 
 OURS: list[type[OurKind]] = [Input, Select, MultiSelect, Modal, Approval, Unlock, Review]
+KINDS: tuple[str, ...] = tuple(f.name for f in OURS)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from hitl.kinds import KINDS, InvalidResponse, parse_request, response_schema, validate_response
+from hitl.formats.ours import KINDS
+from hitl.kinds import InvalidAnswer, parse_request, response_schema, validate_response
 
 OPTIONS = [{"label": "Red", "value": "red"}, {"label": "Green", "value": "green"}]
 REQUESTS = {
@@ -49,13 +50,13 @@ def test_a_fitting_answer_passes_and_fits_the_schema(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_wrong_answer_names_its_field(kind):
     answer, field = BAD[kind]
-    with pytest.raises(InvalidResponse) as err:
+    with pytest.raises(InvalidAnswer) as err:
         validate_response(REQUESTS[kind], answer)
     assert field in err.value.fields
 
 
 def test_review_refuses_a_decision_that_is_not_allowed():
-    with pytest.raises(InvalidResponse) as err:
+    with pytest.raises(InvalidAnswer) as err:
         validate_response(REQUESTS["review"], {"decision": "reject"})
     assert "not allowed" in err.value.fields["decision"][0]
 
@@ -67,14 +68,14 @@ def test_multi_select_bounds_are_in_the_schema():
 
 
 def test_a_payload_that_is_not_an_object_is_refused():
-    with pytest.raises(InvalidResponse) as err:
+    with pytest.raises(InvalidAnswer) as err:
         validate_response(REQUESTS["input"], ["x"])
     assert err.value.fields == {"payload": ["expected an object"]}
 
 
 def test_an_unknown_request_has_an_open_schema_and_refuses_answers():
     assert response_schema({"type": "poll"}) == {"type": "object"}
-    with pytest.raises(InvalidResponse):
+    with pytest.raises(InvalidAnswer):
         validate_response({"type": "poll"}, {})
 
 

@@ -40,7 +40,7 @@ from hitl.models import AgentInterrupt
 from runs import registry
 from runs.models import AgentRun, Message
 from streams.db import release_db_connections
-from streams.follow import KEEPALIVE, ChannelEvents
+from streams.follow import ChannelEvents, Event, Idle, Keepalive
 from streams.keys import run_channel
 from streams.publish import wire
 
@@ -255,10 +255,10 @@ async def relay_segment(events: RunEvents, *, after: int,
                         check: Callable[[], Awaitable[Truth | None]],
                         truth: Callable[[], Awaitable[list[Wire]]],
                         started: Callable[[], BaseEvent],
-                        ) -> AsyncIterator[Wire | BaseEvent | object]:
+                        ) -> AsyncIterator[Wire | BaseEvent | Keepalive]:
     """One AG-UI run (a segment of our run): from the first RUN_STARTED after ``after``
     to its RUN_FINISHED / RUN_ERROR. Yields published events (``Wire``), the events
-    ``started()`` made here, and KEEPALIVE markers.
+    ``started()`` made here, and ``Keepalive`` markers (``streams.follow``).
 
     A RUN_ERROR with no RUN_STARTED before it (the run failed before the worker began
     the segment) gets a ``started()`` event in front. If the run stops being live and
@@ -267,19 +267,21 @@ async def relay_segment(events: RunEvents, *, after: int,
     """
     watch = RunWatch()
     async for item in events.follow(after=after):
-        if item is KEEPALIVE:
-            yield KEEPALIVE
-            continue
-        if item is None:
-            if watch.strike(await check()):
-                made = watch.bridge(await truth())
+        match item:
+            case Keepalive():
+                yield item
+                continue
+            case Idle():
+                made = watch.bridge(await truth()) if watch.strike(await check()) else []
                 for event in made:
                     yield event
                 if made:
                     return
-            continue
-        watch.strikes = 0
-        _, event = item
+                continue
+            case Event(data=event):
+                watch.strikes = 0
+            case _:  # no flushes or access checks asked for
+                continue
         kind = event.type
         if not watch.open:
             if kind == "RUN_STARTED":

@@ -51,7 +51,6 @@ from agui import outcomes
 from agui.events import run_started, state_without_messages
 from agui.framing import Frames
 from agui.relay import (
-    KEEPALIVE,
     TERMINAL,
     RunEvents,
     Wire,
@@ -67,6 +66,8 @@ from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.services import run_start
 from streams.db import release_db_connections
+from streams.eventstream import no_cache
+from streams.follow import Keepalive
 from streams.keys import counter_key, run_channel
 from streams.publish import redis_client
 
@@ -309,7 +310,7 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
         async for item in relay_segment(
                 events, after=after, check=lambda: check_truth(plan.run_id),
                 truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
-            if item is KEEPALIVE:
+            if isinstance(item, Keepalive):
                 yield frames.keepalive()
                 continue
             if timing.enabled and item.type in TERMINAL:
@@ -345,8 +346,7 @@ async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
         timing.mark(plan.run_id, "service_done")
         timing.mark(plan.client_thread_id, f"run={plan.run_id}")  # the client's name for it
     response = StreamingHttpResponse(_stream(plan), content_type=_encoder.get_content_type())
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
+    no_cache(response)
     return response
 
 

@@ -16,7 +16,6 @@ from asgiref.sync import sync_to_async
 from agentsite.errors import ServiceError
 from agui.events import run_started
 from agui.relay import (
-    KEEPALIVE,
     TERMINAL,
     RunEvents,
     Wire,
@@ -30,6 +29,7 @@ from lgapi.runs import SURFACE, Plan
 from lgapi.state import interrupts_of, latest, values_of
 from runs.models import AgentRun
 from streams.db import release_db_connections
+from streams.follow import Event, Keepalive
 
 
 def frame(event: str, data: Any, event_id: int | None = None) -> str:
@@ -47,8 +47,8 @@ class _Tracked:
 
     async def follow(self, *, after: int) -> AsyncIterator[Any]:
         async for item in self.events.follow(after=after):
-            if isinstance(item, tuple):
-                self.last = item[0]
+            if isinstance(item, Event):
+                self.last = item.id
             yield item
 
 
@@ -154,7 +154,7 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
         async for item in relay_segment(
                 tracked, after=after, check=lambda: check_truth(plan.run_id),
                 truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
-            if item is KEEPALIVE:
+            if isinstance(item, Keepalive):
                 yield ": keepalive\n\n"
                 continue
             if not isinstance(item, Wire):

@@ -25,6 +25,7 @@ from lgapi.state import interrupts_of, latest, thread_history, thread_state, val
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.threads import conversation_create, conversation_delete, conversation_update
+from streams.eventstream import no_cache
 
 VERSION = "agentsite"
 
@@ -231,8 +232,7 @@ def _location(plan: runs.Plan) -> dict[str, str]:
 
 def _sse(plan: runs.Plan, headers: dict[str, str]) -> HttpResponse:
     response = StreamingHttpResponse(stream.stream(plan), content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
+    no_cache(response)
     for key, value in headers.items():
         response[key] = value
     return response

@@ -24,7 +24,13 @@ from django_eventstream.channelmanager import ChannelManagerBase
 from hitl.selectors import can_decide, is_reviewer
 from runs.models import AgentRun
 from streams.db import release_db_connections
-from streams.keys import REVIEWERS_CHANNEL, user_channel
+from streams.keys import (
+    REVIEWERS_CHANNEL,
+    is_queue_channel,
+    is_user_channel,
+    run_of,
+    user_channel,
+)
 
 # (user pk, channel) whose access the current request has just checked (``checked``).
 _checked: ContextVar[tuple[Any, str] | None] = ContextVar("streams_checked", default=None)
@@ -41,11 +47,11 @@ def may_read(user: Any, channel: str) -> bool:
         return False
     if channel == REVIEWERS_CHANNEL:
         return is_reviewer(user)
-    if channel.startswith("user-"):
+    if is_user_channel(channel):
         return channel == user_channel(user.pk)
-    if channel.startswith("run-"):
+    if (named := run_of(channel)) is not None:
         try:
-            run_id = uuid.UUID(channel.removeprefix("run-"))
+            run_id = uuid.UUID(named)
         except ValueError:
             return False
         # hitl.selectors.visible_runs' rule (owner or reviewer), owner first: one query
@@ -85,4 +91,4 @@ class ChannelManager(ChannelManagerBase):
     def is_channel_reliable(self, channel: str) -> bool:
         # Every channel is stored (streams.storage.EventStore), so Last-Event-ID can
         # catch up on any.
-        return channel == REVIEWERS_CHANNEL or channel.startswith(("run-", "user-"))
+        return is_queue_channel(channel) or run_of(channel) is not None

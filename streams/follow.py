@@ -7,7 +7,7 @@ pub/sub; ids drop the overlap and repeats, and a hole in the live ids (two publi
 one channel, or pub/sub reconnecting) is filled from the store. Used by the SSE streams
 (``streams.sse``) and the AG-UI relay (``agui.relay``). Nothing here touches Postgres.
 
-What the store cannot give is said with a ``None`` (time for the caller's watchdog to
+What the store cannot give is said with an ``IDLE`` (time for the caller's watchdog to
 check the run in the database), yielded soon, not after a long quiet spell: after the
 pub/sub reader reconnected (what was published meanwhile may never have been stored: a
 publisher's Redis was down too), when stored ids are missing (expired or lost), and
@@ -21,6 +21,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -28,10 +29,44 @@ from redis.exceptions import RedisError
 from streams.keys import counter_key, event_key
 from streams.pubsub import reader
 
-KEEPALIVE = object()  # yielded when the stream should send an SSE comment
-FLUSH = object()  # yielded (if asked for) when no event is waiting: write what you have
-CATCH_UP = {"catch_up": True}  # queued after a (re)subscription: re-read the store
-RECHECK = object()  # yielded when the stream's user may have lost access (streams.access)
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A stored or live event of the channel: its id, and its data (``wrap``ped)."""
+
+    id: int
+    data: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Time for the caller's watchdog to check the run (module docstring)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """The stream has been silent: send an SSE comment."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """No event is waiting (yielded when asked for): write what you have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recheck:
+    """The stream's user may have lost access (``streams.access``): check it now."""
+
+
+@dataclass(frozen=True, slots=True)
+class _CatchUp:
+    """Queued after a (re)subscription or a dropped connection: re-read the store."""
+
+
+IDLE, KEEPALIVE, FLUSH, RECHECK = Idle(), Keepalive(), Flush(), Recheck()
+CATCH_UP = _CatchUp()
+# What ``ChannelEvents.follow`` yields.
+Item = Event | Idle | Keepalive | Flush | Recheck
 
 
 class ChannelEvents:
@@ -109,31 +144,44 @@ class ChannelEvents:
         return found
 
     async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
-                     keepalive: float = 15.0,
-                     flushes: bool = False) -> AsyncIterator[tuple[int, Any] | None]:
-        """Events with id > ``after``: stored first, then live. Yields ``None`` after
+                     keepalive: float = 15.0, flushes: bool = False) -> AsyncIterator[Item]:
+        """Events with id > ``after``: stored first, then live. Yields ``IDLE`` after
         ``idle`` seconds without an event (for the caller's watchdog; each further quiet
         spell waits twice as long, up to ``idle_max``: a run queued behind busy workers
         is not polled every second), and also at once, with the next waits back to
         ``idle``, when events may be lost (module docstring). ``KEEPALIVE`` every
         ``keepalive`` seconds of silence. ``flushes``: also yield ``FLUSH`` whenever no
-        event is waiting, so a caller can write a burst (one commit's events) in one send."""
-        last = after
-        missing = self.missing
-        for item in await self.store_after(last):
-            last = item[0]
-            yield item
-        quiet_since = time.monotonic()
-        wait = idle
-        suspect = self.unreadable or self.missing > missing
+        event is waiting, so a caller can write a burst (one commit's events) in one send.
+
+        One loop reads the store, whatever asked for it: the start, a quiet spell (the
+        listener may have been reconnecting), a (re)subscription, a hole in the live ids.
+        """
+        last, wait, quiet_since = after, idle, time.monotonic()
+        read, upto = True, None  # read the store (up to ``upto``, else the counter)
+        then: Event | Idle | None = None  # what follows the read
+        suspect = False  # events may be gone: the watchdog looks now, and soon again
         while True:
+            if read:
+                missing = self.missing
+                for event_id, data in await self.store_after(last, upto):
+                    last = event_id
+                    yield Event(event_id, data)
+                grew = self.missing > missing
+                if isinstance(then, Idle):  # after a quiet spell the caller checks the run anyway
+                    wait = idle if grew else wait
+                    yield IDLE
+                else:
+                    suspect = suspect or self.unreadable or grew
+                read, upto = False, None
+            if isinstance(then, Event):
+                last, quiet_since = then.id, time.monotonic()
+                yield then
+            then = None
             if suspect:
-                # Events may be gone: the watchdog looks now, and soon again.
-                suspect = False
-                wait = idle
-                yield None
+                suspect, wait = False, idle
+                yield IDLE
             if flushes and self.queue.empty():
-                yield FLUSH  # type: ignore[misc]
+                yield FLUSH
             try:
                 async with asyncio.timeout(wait):  # no task per event, as wait_for makes
                     body = await self.queue.get()
@@ -142,37 +190,18 @@ class ChannelEvents:
                 wait = min(idle_max, wait * 2)
                 if time.monotonic() - quiet_since >= keepalive:
                     quiet_since = time.monotonic()
-                    yield KEEPALIVE  # type: ignore[misc]
-                # A quiet spell: look at the store too (the listener may have been
-                # reconnecting), then let the caller check the run.
-                missing = self.missing
-                for item in await self.store_after(last):
-                    last = item[0]
-                    yield item
-                if self.missing > missing:
-                    wait = idle
-                yield None
+                    yield KEEPALIVE
+                read, then = True, IDLE
                 continue
-            if body is RECHECK:
-                yield RECHECK  # type: ignore[misc]
-                continue
-            missing = self.missing
-            if body is CATCH_UP:
-                # (Re)subscribed, or the connection dropped: read the store, and have the
-                # run checked (the store lacks what was published while Redis was down).
-                for item in await self.store_after(last):
-                    last = item[0]
-                    yield item
-                suspect = True
-                continue
-            event_id = int(body["pub_id"])
-            if event_id <= last:
-                continue
-            if event_id > last + 1:
-                for item in await self.store_after(last, event_id - 1):
-                    last = item[0]
-                    yield item
-                suspect = self.unreadable or self.missing > missing
-            last = event_id
-            quiet_since = time.monotonic()
-            yield event_id, self.wrap(body["data"])
+            match body:
+                case Recheck():
+                    yield RECHECK
+                case _CatchUp():
+                    # (Re)subscribed, or the connection dropped: read the store, and have
+                    # the run checked (the store lacks what was published while Redis
+                    # was down).
+                    read, suspect = True, True
+                case {"pub_id": pub_id} if int(pub_id) > last:
+                    then = Event(int(pub_id), self.wrap(body["data"]))
+                    if then.id > last + 1:  # a hole: fill it from the store first
+                        read, upto = True, then.id - 1

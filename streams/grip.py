@@ -40,7 +40,8 @@ from runs.models import AgentRun
 from streams.access import access_channel
 from streams.channels import checked
 from streams.db import release_db_connections
-from streams.keys import QUEUE_RESET_CHANNEL, is_queue_channel
+from streams.eventstream import OPENING, no_cache, opened_at, opening
+from streams.keys import QUEUE_RESET_CHANNEL, is_queue_channel, run_of
 
 
 def enabled() -> bool:
@@ -52,12 +53,6 @@ def proxied(request: Any) -> bool:
     """The request came through our proxy (signed with its key)."""
     grip = getattr(request, "grip", None)
     return bool(grip is not None and grip.proxied)
-
-
-def _no_cache(response: HttpResponse) -> HttpResponse:
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 _SIGNER = signing.Signer(salt="streams.grip.next")
@@ -120,11 +115,11 @@ def _watchdog(channel: str, last: int, mark: str) -> tuple[str, str]:
     stream's) and the link is marked ``b<last>``, so later checks at the same id do not
     send it again.
     Returns (SSE text to add to the answer, the link's mark)."""
-    if not channel.startswith("run-"):
+    run_id = run_of(channel)
+    if run_id is None:
         return "", ""
     if mark == f"b{last}":
         return "", mark  # told already
-    run_id = channel.removeprefix("run-")
     try:
         truth = run_truth(run_id)
         if truth is not None and truth.status in AgentRun.LIVE:
@@ -153,7 +148,7 @@ def _next_check(channel: str, *, first: bool, confirming: bool) -> int:
     ``STREAM_WATCH_SECONDS`` on a new hold and to confirm a disagreeing check, then at
     most six times that; access every ``STREAM_RECHECK_SECONDS``."""
     recheck = max(1, round(settings.AGENTSITE_STREAM_RECHECK_SECONDS))
-    if not channel.startswith("run-"):
+    if run_of(channel) is None:
         return recheck
     watch = max(1, round(settings.AGENTSITE_STREAM_WATCH_SECONDS))
     return watch if first or confirming else min(recheck, 6 * watch)
@@ -177,13 +172,11 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
         response = events.to_grip_response(request)
     except EventPermissionError as exc:
         # No hold: the proxy sends this and closes the stream.
-        return _no_cache(sse_error_response("forbidden", str(exc),
+        return no_cache(sse_error_response("forbidden", str(exc),
                                             {"channels": exc.channels}))
     finally:
         release_db_connections()
     if name_now and channel in events.channel_last_ids:
-        from streams.sse import OPENING, opened_at, opening  # (sse imports this module)
-
         head = opening(opened_at(channel, events.channel_last_ids[channel]))
         response.content = response.content.replace(OPENING.encode(), head.encode(), 1)
     instruct = request.grip.instruct
@@ -210,7 +203,7 @@ def _instructed(event_request: EventRequest, request: Any, user: Any,
         timeout = _next_check(channel, first=first, confirming=mark.startswith("s"))
         instruct.set_next_link(_next_uri(request.path, channel, user, after, mark),
                                timeout=timeout)
-    return _no_cache(response)
+    return no_cache(response)
 
 
 def hold(request: Any, channel: str, after: int | None) -> HttpResponse:
@@ -238,12 +231,12 @@ def next_link(request: HttpRequest, channel: str | None) -> HttpResponse:
         after, mark = (rest + ["", ""])[:2]
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     except (signing.BadSignature, ValueError):
-        return _no_cache(sse_error_response("bad-request", "Invalid request: next link."))
+        return no_cache(sse_error_response("bad-request", "Invalid request: next link."))
     finally:
         release_db_connections()
     held = unquote(quoted)
     if channel is not None and held != channel:
-        return _no_cache(sse_error_response("bad-request", "Invalid request: channel."))
+        return no_cache(sse_error_response("bad-request", "Invalid request: channel."))
     event_request = EventRequest()
     event_request.channels = [held]
     last = request.grip.last.get(f"events-{quote(held)}") or after or None

@@ -29,9 +29,19 @@ def user_channel(user_id: object) -> str:
     return f"user-{user_id}"
 
 
+def run_of(channel: str) -> str | None:
+    """The run id a run channel names (as written: not checked to be a UUID), else None."""
+    return channel.removeprefix("run-") if channel.startswith("run-") else None
+
+
+def is_user_channel(channel: str) -> bool:
+    """One user's queue channel (``user_channel``)."""
+    return channel.startswith("user-")
+
+
 def is_queue_channel(channel: str) -> bool:
     """A queue channel (``/api/events/``), not a run's."""
-    return channel == REVIEWERS_CHANNEL or channel.startswith("user-")
+    return channel == REVIEWERS_CHANNEL or is_user_channel(channel)
 
 
 # The GRIP channel every held queue stream is also on (without GRIP_PREFIX): the edge

@@ -62,7 +62,8 @@ from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
 from streams import grip
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
-from streams.follow import FLUSH, KEEPALIVE, RECHECK, ChannelEvents
+from streams.eventstream import OPENING, no_cache, opened_at, opening, sse_event, stream_reset
+from streams.follow import ChannelEvents, Event, Flush, Idle, Keepalive, Recheck
 from streams.keys import run_channel
 
 # Query parameters of django-eventstream meant for a GRIP proxy: only its own next-link
@@ -70,8 +71,6 @@ from streams.keys import run_channel
 # the channels and the user itself, ``recover`` needs the proxy.
 PROXY_PARAMS = ("es-meta", "es-hold", "recover")
 KEEPALIVE_AFTER = 20.0
-# The first bytes: a comment that makes proxies and old browsers start delivering.
-OPENING = ":" + " " * 2048 + "\n\nevent: stream-open\ndata:\n\n"
 
 
 def last_event_id(request: Request, channel: str) -> int | None:
@@ -95,19 +94,6 @@ def last_event_id(request: Request, channel: str) -> int | None:
                 raise ValidationError({"Last-Event-ID": ["not an event id"]})
             found = int(whole)
     return found
-
-
-def sse_event(event: str, data: str, event_id: str | None = None) -> str:
-    out = f"event: {event}\n"
-    if event_id is not None:
-        out += f"id: {event_id}\n"
-    return out + "".join(f"data: {line}\n" for line in data.splitlines() or [""]) + "\n"
-
-
-def stream_reset(channel: str) -> str:
-    """django-eventstream's ``stream-reset``: events of ``channel`` may be lost for good;
-    the client rebuilds what it shows (static/agentsite/events.js: ``onGap``)."""
-    return sse_event("stream-reset", json.dumps({"channels": [channel]}))
 
 
 def credential(request: Request) -> tuple[str, str] | None:
@@ -138,19 +124,6 @@ def _still_allowed(user: Any, channel: str, held: tuple[str, str] | None = None)
         release_db_connections()
 
 
-def opening(event_id: str | None = None) -> str:
-    """The stream's first bytes; a stream "from now on" names where now is (``event_id``),
-    so a client can resume from there before any event came (``opened_at``)."""
-    if event_id is None:
-        return OPENING
-    return OPENING.replace("event: stream-open\n", f"event: stream-open\nid: {event_id}\n")
-
-
-def opened_at(channel: str, current: int | str) -> str:
-    """The id of a "from now on" stream's ``stream-open``: ``<channel>:<current id>``."""
-    return f"{quote(channel)}:{current}"
-
-
 async def channel_stream(user: Any, channel: str, after: int | None,
                          run_id: str | None = None,
                          held: tuple[str, str] | None = None) -> AsyncIterator[str]:
@@ -176,15 +149,8 @@ async def channel_stream(user: Any, channel: str, after: int | None,
         recheck_after = settings.AGENTSITE_STREAM_RECHECK_SECONDS  # its user's access
         async for item in events.follow(after=after, idle=watch_every, idle_max=6 * watch_every,
                                         keepalive=KEEPALIVE_AFTER, flushes=True):
-            if item is FLUSH:  # nothing more waiting: a burst goes in one send
-                if burst:
-                    yield "".join(burst)
-                    burst.clear()
-                continue
-            if item is KEEPALIVE:
-                yield "event: keep-alive\ndata:\n\n"
-                continue
-            if item is RECHECK or time.monotonic() - checked_at >= recheck_after:
+            due = isinstance(item, Recheck) or time.monotonic() - checked_at >= recheck_after
+            if due and not isinstance(item, Flush | Keepalive):  # access: checked again
                 if not await check(user, channel, held):
                     yield sse_event("stream-error", json.dumps({
                         "condition": "forbidden",
@@ -192,26 +158,29 @@ async def channel_stream(user: Any, channel: str, after: int | None,
                         "channels": [channel]}), event_id="error")
                     return
                 checked_at = time.monotonic()
-            if item is RECHECK:
-                continue
-            if item is None:
-                if watch is not None:
+            match item:
+                case Flush():  # nothing more waiting: a burst goes in one send
+                    if burst:
+                        yield "".join(burst)
+                        burst.clear()
+                case Keepalive():
+                    yield "event: keep-alive\ndata:\n\n"
+                case Idle() if watch is not None:
                     for event in await _watchdog(watch, events, run_id, began):
                         sent += 1
                         burst.append(sse_event("message", event.data,
                                                event_id=f"{quoted}:{last}.{sent:03d}"))
-                elif events.outages > outages and not events.unreadable:
+                case Idle() if events.outages > outages and not events.unreadable:
                     # The queue's watchdog: what changed in an outage was never stored,
                     # so the client re-reads the queue (events.js: onGap).
                     outages = events.outages
                     burst.append(stream_reset(channel))
-                continue
-            last, sent = item[0], 0
-            data = item[1]
-            if watch is not None:
-                watch.saw(data)
-                data = data.data
-            burst.append(sse_event("message", data, event_id=f"{quoted}:{last}"))
+                case Event(id=last, data=data):
+                    sent = 0
+                    if watch is not None:
+                        watch.saw(data)
+                        data = data.data
+                    burst.append(sse_event("message", data, event_id=f"{quoted}:{last}"))
 
 
 async def _watchdog(watch: RunWatch, events: RunEvents, run_id: str, began: int) -> list[Any]:
@@ -265,12 +234,9 @@ class EventStreamView(APIView):
         # The stream touches the database only to check access again and, for a run, its
         # watchdog's checks (each gives its connection back itself).
         release_db_connections()
-        response = StreamingHttpResponse(
+        return no_cache(StreamingHttpResponse(
             channel_stream(request.user, channel, after, run_id, credential(request)),
-            content_type="text/event-stream")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+            content_type="text/event-stream"))
 
 
 class RunEventsView(EventStreamView):

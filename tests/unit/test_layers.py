@@ -309,6 +309,7 @@ def test_no_module_imports_a_higher_layer() -> None:
     ("agentsite.celery", "config"), ("agentsite.asgi", "config"), ("agentsite", "config"),
     ("agentsite.embedded", "infrastructure"), ("manage", "config"),
     ("streams.publish", "infrastructure"), ("streams.sse", "delivery"),
+    ("streams.eventstream", "delivery"), ("streams.follow", "delivery"),
     ("agui.outcomes", "protocol"), ("agui.views", "delivery"), ("lgapi.views", "delivery"),
     ("execution.stream_modes", "execution"),
     ("execution.lifecycle", "execution"), ("hitl.selectors", "hitl"),

@@ -1,6 +1,6 @@
 """Admin of the policy models: standing approvals (grant, revoke), agents' webhooks, their
-delivery log and the notifications owed (the outbox). Imported by ``hitl.admin`` (Django
-loads only ``admin.py``)."""
+delivery log and the notifications owed (the outbox). Imported by ``hitl.admin`` (Django's
+autodiscover imports only ``hitl.admin``)."""
 
 from __future__ import annotations
 

@@ -313,7 +313,7 @@ def test_no_module_imports_a_higher_layer() -> None:
     ("agui.outcomes", "protocol"), ("agui.views", "delivery"), ("lgapi.views", "delivery"),
     ("execution.stream_modes", "execution"),
     ("execution.lifecycle", "execution"), ("hitl.selectors", "hitl"),
-    ("hitl.admin", "surfaces"), ("agents.dev", "agents"),
+    ("hitl.admin", "surfaces"), ("hitl.admin.decide", "surfaces"), ("agents.dev", "agents"),
 ])
 def test_layer_table(module: str, layer: str) -> None:
     assert LAYERS[layer_of(module)][0] == layer

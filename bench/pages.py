@@ -3,7 +3,7 @@
 1. Server time of ``/c/<id>/`` for a conversation with 50 and with 500 messages (a run per
    user/assistant pair), the last run paused with 3 pending cards: p50 / p99 and the
    number of SQL queries (the same for both: it does not grow with the messages).
-   Finished runs' blocks are cached as HTML after the first request (pages/views.py);
+   Finished runs' blocks are cached as HTML after the first request (pages/transcript.py);
    that first request's time is printed too.
    In-process with Django's test client, on a bench database ``agentsite_bench_pages``.
 2. From the worker's RUN_FINISHED (outcome interrupt) to the new card visible in headless

@@ -5,13 +5,13 @@ tasks that run at once (parallel tool calls, ``Send``) share its step, opened by
 and finished by the last. The protocol names a step by ``stepName`` alone, and the
 official client refuses a second ``STEP_STARTED`` of a name still open ("Step "tools" is
 already active"); the node's name stays the step's name, as other LangGraph integrations
-send it, so no open step ever shares a name (what ``execution.recovery``, ``agui.relay``
-and ``streams.storage`` rely on when they close open steps). ``messages`` parts become
+send it, so no open step ever shares a name (what ``agui.open_state`` and
+``streams.storage`` rely on when they close open steps). ``messages`` parts become
 ``TEXT_MESSAGE_*`` (one assistant message id for the whole run, continued across
 pauses) and ``TOOL_CALL_*``, and so do the messages in ``updates`` parts (for an agent
 without model tokens, ``Agent.model_tokens``). Every message, tool call and step it
-opens is closed before the segment ends (``close_all``): the official client enforces
-that.
+opens is closed before the segment ends (``close_all``, in ``agui.open_state``'s order):
+the official client enforces that.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ag_ui.core import BaseEvent
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from agui import events as ev
+from agui.open_state import closers
 
 
 class EventMapper:
@@ -120,8 +121,12 @@ class EventMapper:
         return [ev.step_started(name)] if self.open_steps[name] == 1 else []
 
     def close_all(self) -> list[BaseEvent]:
-        events = self._close_text() + self._close_tools()
-        events += [ev.step_finished(name) for name in self.open_steps]
+        """Close every message, tool call and step still open, in the one closing order
+        (``agui.open_state.closers``)."""
+        events = closers(texts=[self.message_id] if self.text_open else (),
+                         tools=self.open_tool_calls.values(), steps=self.open_steps)
+        self.text_open = False
+        self.open_tool_calls.clear()
         self.open_tasks.clear()
         self.open_steps.clear()
         return events

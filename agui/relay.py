@@ -27,14 +27,8 @@ from ag_ui.core import BaseEvent
 from asgiref.sync import sync_to_async
 
 from agui import outcomes
-from agui.events import (
-    run_error,
-    run_started,
-    state_without_messages,
-    step_finished,
-    text_end,
-    tool_call_end,
-)
+from agui.events import run_error, run_started, state_without_messages
+from agui.open_state import ANCHORS, CLOSES, ENDS, OPENS, RunState
 from execution.checkpointer import thread_values
 from hitl.models import AgentInterrupt
 from runs import registry
@@ -44,7 +38,7 @@ from streams.follow import ChannelEvents, Event, Idle, Keepalive
 from streams.keys import run_channel
 from streams.publish import wire
 
-TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
+TERMINAL = ENDS
 _TYPE_FIRST = '{"type":"'
 
 
@@ -141,51 +135,25 @@ _ENDS = {AgentRun.Status.PAUSED: "interrupt", AgentRun.Status.CANCELLED: "cancel
          AgentRun.Status.FAILED: "error"}
 
 
-class RunWatch:
-    """What a stream has told its client about one run, to compare with the run's truth:
-    whether an AG-UI run is open (and its open text messages, tool calls and steps, to
-    close before a RUN_FINISHED), and how the last one ended."""
+class RunWatch(RunState):
+    """What a stream has told its client about one run (``agui.open_state.RunState``: an
+    open AG-UI run and what in it is open, how the last one ended), to compare with the
+    run's truth."""
 
     def __init__(self) -> None:
-        self.open = False
-        self.texts: dict[str, None] = {}  # insertion-ordered sets
-        self.tools: dict[str, None] = {}
-        self.steps: dict[str, None] = {}
-        self.ended: tuple[str, frozenset[str]] | None = None
-        self.anchored = False  # a RUN_STARTED or an end was seen: the picture is whole
-        # Until then, what opened or closed (for ``seed``).
+        super().__init__()
+        # Until a RUN_STARTED or an end is seen, what opened or closed (for ``seed``).
         self.since: list[Wire] | None = []
         self.strikes = 0
 
     def saw(self, event: Wire) -> None:
         kind = event.type
         if self.since is not None:
-            if kind in ("RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"):
+            if kind in ANCHORS:
                 self.since = None
-            elif kind in _OPENS or kind in _CLOSES:
+            elif kind in OPENS or kind in CLOSES:
                 self.since.append(event)
-        if kind == "RUN_STARTED":
-            self.open, self.ended, self.anchored = True, None, True
-            self.texts.clear()
-            self.tools.clear()
-            self.steps.clear()
-        elif kind in ("RUN_FINISHED", "RUN_ERROR"):
-            ids: frozenset[str] = frozenset()
-            end = "error"
-            if kind == "RUN_FINISHED":
-                outcome = json.loads(event.data).get("outcome") or {}
-                end = outcome.get("type") or "success"
-                ids = frozenset(i["id"] for i in outcome.get("interrupts") or ())
-            self.open, self.ended, self.anchored = False, (end, ids), True
-            self.texts.clear()
-            self.tools.clear()
-            self.steps.clear()
-        elif kind in _OPENS:
-            field, key = _OPENS[kind]
-            getattr(self, field)[json.loads(event.data)[key]] = None
-        elif kind in _CLOSES:
-            field, key = _CLOSES[kind]
-            getattr(self, field).pop(json.loads(event.data)[key], None)
+        self.take(kind, event.data)
 
     def seed(self, earlier: list[Wire]) -> None:
         """Take in the events the client had before this stream began (one resumed
@@ -215,29 +183,20 @@ class RunWatch:
 
     def bridge(self, truth: list[Wire]) -> list[Wire]:
         """``truth`` (``truth_events``) as the client's next events: an open run's text
-        messages, tool calls and steps are closed and the run goes on to its true end,
-        else a new AG-UI run starts. The watch takes them in. No truth (the run is live
-        again): nothing."""
+        messages, tool calls and steps are closed (``RunState.closers``) and the run goes
+        on to its true end, else a new AG-UI run starts. The watch takes them in. No
+        truth (the run is live again): nothing."""
         if not truth:
             self.strikes = 0
             return []
         if self.open:
-            closers = [*(text_end(m) for m in self.texts), *(tool_call_end(c) for c in self.tools),
-                       *(step_finished(s) for s in reversed(self.steps))]
-            out = [Wire.event(e) for e in closers] + truth[1:]
+            out = [Wire.event(e) for e in self.closers()] + truth[1:]
         else:
             out = truth
         for event in out:
             self.saw(event)
         self.strikes = 0
         return out
-
-
-# Which events open and close what (the watch's field, the event's id field).
-_OPENS = {"TEXT_MESSAGE_START": ("texts", "messageId"),
-          "TOOL_CALL_START": ("tools", "toolCallId"), "STEP_STARTED": ("steps", "stepName")}
-_CLOSES = {"TEXT_MESSAGE_END": ("texts", "messageId"),
-           "TOOL_CALL_END": ("tools", "toolCallId"), "STEP_FINISHED": ("steps", "stepName")}
 
 
 class RunEvents(ChannelEvents):

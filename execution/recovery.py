@@ -13,7 +13,6 @@ are read back from the checkpoints it wrote (each tagged with the segment,
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -24,14 +23,13 @@ from ag_ui.core import BaseEvent
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agui.events import messages_snapshot, run_started, step_finished, text_end, tool_call_end
+from agui.events import messages_snapshot, run_started
 from agui.mapper import EventMapper
+from agui.open_state import open_run
 from runs.models import Message
-from streams.keys import counter_key, event_key, run_channel
-from streams.publish import redis_client
+from streams.keys import run_channel
 
 log = logging.getLogger(__name__)
-ENDS = ("RUN_FINISHED", "RUN_ERROR")
 # Checkpoint metadata naming the run's segment that wrote it (LangGraph copies a
 # config's ``metadata`` into every checkpoint's; the checkpointer's ``list`` filters on it).
 SEGMENT_KEY = "agentsite_segment"
@@ -112,57 +110,17 @@ def _ai_messages(values: dict[str, Any], everywhere: bool) -> list[AIMessage]:
 
 def reopen(run_id: str, *, thread_id: str, message_id: str = "") -> Reopened:
     """Events that let a taken-over segment publish on: closers of what the lost worker
-    left open, or ``RUN_STARTED`` if no AG-UI run is open on the channel; with the text
-    the open run already carried for ``message_id``."""
+    left open (``agui.open_state``), or ``RUN_STARTED`` if no AG-UI run is open on the
+    channel; with the text the open run already carried for ``message_id``."""
     try:
-        last = _last_run(run_channel(run_id))
+        state = open_run(run_channel(run_id), text_of=message_id)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         log.warning("run %s: cannot read its events (%s); starting a new AG-UI run",
                     run_id, exc)
-        last = None
-    if last is None:
+        state = None
+    if state is None:
         return Reopened([run_started(thread_id=thread_id, run_id=run_id)])
-    published: list[str] = []
-    texts: list[str] = []
-    tools: list[str] = []
-    steps: list[str] = []
-    for event in last[1:]:
-        kind = event.get("type")
-        if kind == "TEXT_MESSAGE_CONTENT" and event.get("messageId") == message_id:
-            published.append(event.get("delta") or "")
-        elif kind == "TEXT_MESSAGE_START":
-            texts.append(event["messageId"])
-        elif kind == "TEXT_MESSAGE_END" and event.get("messageId") in texts:
-            texts.remove(event["messageId"])
-        elif kind == "TOOL_CALL_START":
-            tools.append(event["toolCallId"])
-        elif kind == "TOOL_CALL_END" and event.get("toolCallId") in tools:
-            tools.remove(event["toolCallId"])
-        elif kind == "STEP_STARTED":
-            steps.append(event["stepName"])
-        elif kind == "STEP_FINISHED" and event.get("stepName") in steps:
-            steps.remove(event["stepName"])
-    return Reopened([text_end(m) for m in texts] + [tool_call_end(t) for t in tools]
-                    + [step_finished(s) for s in steps], "".join(published))
-
-
-def _last_run(channel: str) -> list[dict[str, Any]] | None:
-    """The channel's last AG-UI run (from its RUN_STARTED) if it never ended, else None."""
-    client = redis_client()
-    count = int(client.get(counter_key(channel)) or 0)
-    tail: list[dict[str, Any]] = []
-    for event_id in range(count, 0, -1):
-        raw = client.get(event_key(channel, event_id))
-        if raw is None:  # expired: nothing open we could know of
-            return None
-        data = json.loads(raw)["data"]
-        event = json.loads(data) if isinstance(data, str) else data
-        if event.get("type") in ENDS:
-            return None
-        tail.append(event)
-        if event.get("type") == "RUN_STARTED":
-            return list(reversed(tail))
-    return None
+    return Reopened(state.closers(), state.published_text)
 
 
 def restated(*, message_id: str, text: str) -> list[BaseEvent]:

@@ -32,9 +32,10 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import decorator_from_middleware
 from django_eventstream.eventrequest import EventRequest
 from django_eventstream.eventstream import EventPermissionError, get_events
-from django_eventstream.utils import get_storage, sse_encode_event, sse_error_response
+from django_eventstream.utils import sse_encode_event, sse_error_response
 from gripcontrol import Channel
 
+from agui.open_state import read_back
 from agui.relay import RunWatch, Wire, run_truth, truth_events
 from runs.models import AgentRun
 from streams.access import access_channel
@@ -76,31 +77,16 @@ def _next_uri(path: str, channel: str, user: Any, after: str | None = None,
     return f"{path}?{urlencode(params)}"
 
 
-_ANCHORS = ("RUN_STARTED", "RUN_FINISHED", "RUN_ERROR")
-_READ_BACK = 50  # stored events read at a time, back from the last, to find an anchor
-
-
 def _told(channel: str, last: int) -> RunWatch | None:
     """What a client with every stored event of ``channel`` up to ``last`` was told about
-    its run (read back to the last RUN_STARTED or end: what the watch needs); None when
-    some of them expired (nothing to compare)."""
-    store = get_storage()
-    top, tail = last, []
-    while top > 0:
-        low = max(0, top - _READ_BACK)
-        chunk = [Wire.of(e.data) for e in store.get_events(channel, low, limit=top - low)]
-        if len(chunk) < top - low:
-            return None
-        tail = chunk + tail
-        anchor = next((i for i in range(len(chunk) - 1, -1, -1)
-                       if chunk[i].type in _ANCHORS), None)
-        if anchor is not None:
-            tail = tail[anchor:]
-            break
-        top = low
+    its run (read back to the last RUN_STARTED or end, ``agui.open_state.read_back``: what
+    the watch needs); None when that cannot be known (some of them expired)."""
+    tail = read_back(channel, last=last)
+    if tail is None:
+        return None
     watch = RunWatch()
     for event in tail:
-        watch.saw(event)
+        watch.saw(Wire(event.type, event.data))
     return watch
 
 

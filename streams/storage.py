@@ -41,10 +41,16 @@ from streams.keys import (
 #   unset).
 # - ``close`` (the cancel): ``closed``, for good. Its events are a standalone AG-UI run
 #   (RUN_STARTED, RUN_FINISHED). If a segment's AG-UI run is open on the channel (read
-#   back to its RUN_STARTED), that run is ended instead: what it left open is closed
-#   (text messages, tool calls, steps, as the protocol wants) and the RUN_STARTED dropped.
+#   back to its RUN_STARTED, at most OPEN_RUN_CAP events), that run is ended instead: what
+#   it left open is closed (text messages, tool calls, steps, as the protocol wants) and
+#   the RUN_STARTED dropped. ``open_run`` below is the script's copy of
+#   ``agui.open_state.open_run`` (the same reading, cap and closing order), kept here
+#   because the cancel must read and write in one atomic step; a parity test holds them
+#   together (tests/streams/test_open_state_parity.py).
 # - ``end`` (a failure): as ``close``, but the fence stays (the run may be retried).
 # - none: the services' other publishes on commit, made under the run's lock.
+# How far back (events) a run's open AG-UI run is looked for, here and in agui.open_state.
+OPEN_RUN_CAP = 20_000
 SEND_LUA = """
 local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
 local lasts = {}
@@ -56,7 +62,7 @@ end
 local function open_run(counter, channel)
   local seen = {}
   local id = tonumber(redis.call('GET', counter) or '0')
-  while id > 0 and #seen < 20000 do
+  while id > 0 and #seen < OPEN_RUN_CAP do
     local raw = redis.call('GET', prefix .. channel .. ':' .. id)
     if not raw then return nil end
     local ok, event = pcall(cjson.decode, cjson.decode(raw).data)
@@ -136,7 +142,7 @@ for k = 1, #KEYS / 2 do
   a = a + 6 + n
 end
 return lasts
-"""
+""".replace("OPEN_RUN_CAP", str(OPEN_RUN_CAP))
 # Fence ops (see SEND_LUA): (op, token) for one channel's publish.
 Fence = tuple[str, str]
 

@@ -6,7 +6,7 @@ checked; the first problem is a 400 naming the field, and nothing is written:
 - NUL characters (Postgres text and jsonb cannot hold them: a DataError, i.e. a 500, at
   the first query that carries one) and lone UTF-16 surrogates;
 - size: an interrupt answer's fields up to ``ANSWER_MAX_BYTES`` (the limit the API and
-  AG-UI hold; ``hitl.cards.decide_from_post`` checks the assembled answer too), any other
+  AG-UI hold; ``hitl.card_answer`` checks the assembled answer too), any other
   field up to ``FORM_FIELD_MAX_BYTES``;
 - an admin bulk action's ticked ids must be ids of the changelist's model (Django's
   ``response_action`` filters by them before any action runs: "not a valid UUID").

@@ -213,15 +213,15 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
             run_id = run_ids.pop()
             # Read before the decision commits: the resumed segment's events come after.
             after = _channel_counter(run_id)
-            run = interrupts_answer(actor=user, run_id=run_id, surface="agui", answers=[
+            answered = interrupts_answer(actor=user, run_id=run_id, surface="agui", answers=[
                 Answer(interrupt_id=e.interrupt_id, status=e.status, payload=e.payload)
                 for e in body.resume])
             plan = Plan(run_id=str(run_id), after=after, client_thread_id=body.thread_id,
                         client_run_id=body.run_id)
-            if run.status == AgentRun.Status.PAUSED:
+            if answered.waiting:
                 # Some interrupts are still open: nothing resumes; say which.
                 ids = {"thread_id": body.thread_id, "run_id": body.run_id}
-                plan.prelude = [run_started(**ids), outcomes.closing(run, **ids)]
+                plan.prelude = [run_started(**ids), outcomes.closing(answered.run, **ids)]
                 plan.live = False
             return plan
         props = body.forwarded_props if isinstance(body.forwarded_props, dict) else {}

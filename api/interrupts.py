@@ -60,8 +60,9 @@ class InterruptViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         interrupt = self.get_object()
         body = DecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = interrupts_answer(actor=request.user, run_id=interrupt.run_id, surface="api",
-                                answers=[Answer(interrupt_id=interrupt.interrupt_id,
-                                                payload=body.validated_data["payload"],
-                                                status=body.validated_data["status"])])
-        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        answered = interrupts_answer(
+            actor=request.user, run_id=interrupt.run_id, surface="api",
+            answers=[Answer(interrupt_id=interrupt.interrupt_id,
+                            payload=body.validated_data["payload"],
+                            status=body.validated_data["status"])])
+        return Response(RunSerializer(answered.run).data, status=status.HTTP_202_ACCEPTED)

@@ -131,10 +131,11 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             answers = [Answer(**entry) for entry in data["resume"]]
         else:
             answers = [Answer(interrupt_id=data["interrupt_id"], payload=data["payload"])]
-        run = interrupts_answer(actor=request.user, run_id=pk, answers=answers, surface="api")
+        answered = interrupts_answer(actor=request.user, run_id=pk, answers=answers,
+                                     surface="api")
         # As the decision committed it (its interrupts come with it): no re-read racing
         # the segment that has just started.
-        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return Response(RunSerializer(answered.run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={200: RunSerializer, **errors(401, 403, 404, 409)})
     @action(detail=True, methods=["post"])

@@ -1,7 +1,7 @@
 """Full `dev` cycles in this process: the services and the executor alone, no HTTP, no
 broker, no other thread competing for the GIL.
 
-Each cycle: ``run_start`` + the worker's claim and segment, then 4 × (``interrupts_decide``
+Each cycle: ``run_start`` + the worker's claim and segment, then 4 × (``interrupts_answer``
 + the claim and segment), as ``/agui/dev/`` and a Celery worker do them, but the segment
 runs right here, claimed with the worker's own ``lifecycle.run_claim``, instead of in a
 worker after a broker hop (the tasks the services send go to a queue of this bench's own
@@ -44,7 +44,8 @@ from django.core.management import call_command  # noqa: E402
 from agentsite.celery import app as celery_app  # noqa: E402
 from bench._services import load, server_cpu_seconds, servers_per_run  # noqa: E402
 from execution import executor, lifecycle  # noqa: E402
-from hitl.decide import Answer, interrupts_decide  # noqa: E402
+from execution.lifecycle import interrupts_answer  # noqa: E402
+from hitl.decide import Answer  # noqa: E402
 from hitl.models import AgentInterrupt  # noqa: E402
 from runs import services  # noqa: E402
 from streams.db import release_db_connections  # noqa: E402
@@ -77,7 +78,7 @@ def main() -> None:
         for payload in ANSWERS:
             pending = (AgentInterrupt.objects.filter(run=run, status="pending")
                        .values_list("interrupt_id", flat=True).get())
-            interrupts_decide(actor=user, run_id=run.id, surface="agui", answers=[
+            interrupts_answer(actor=user, run_id=run.id, surface="agui", answers=[
                 Answer(interrupt_id=pending, status="resolved", payload=payload)])
             release_db_connections()
             segment(str(run.id))

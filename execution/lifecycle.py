@@ -461,17 +461,40 @@ def _cancel_locked(run: AgentRun, *, actor: Any, surface: str,
     publish_on_commit(run.id, outcomes.standalone_end(run), fence=("close", ""))
 
 
-def interrupts_answer(*, actor: Any, run_id: Any, answers: list[Answer],
-                      surface: str = "api") -> AgentRun:
-    """Answer a run's interrupts: what every surface calls (REST, AG-UI, the chat pages
-    and the admin, through ``hitl.card_answer`` for the cards).
+@dataclass(frozen=True)
+class Answered:
+    """What an answer did (``interrupts_answer``): ``run``, as the decision or the cancel
+    committed it, with its interrupts as ``run.interrupt_rows`` (what a surface shows of
+    it needs no query, and no re-read races the segment that has just started)."""
 
-    ``hitl.decide.interrupts_decide`` checks and records the answers. A cancel of a
-    question whose format has no decline cancels the run instead, in the same
-    transaction under the run's lock (so no answer of someone else's lands between the
-    two), audited as the actor's with the question named in the run's status row. The
-    run comes back as a decision returns it, with its interrupts as ``interrupt_rows``
-    (``run.status`` says which it was)."""
+    run: AgentRun
+
+    @property
+    def status(self) -> str:
+        """The run's status now: ``resuming`` (every question answered), ``paused``
+        (some still open), ``cancelled`` (a cancel with no decline ended the run)."""
+        return self.run.status
+
+    @property
+    def run_cancelled(self) -> bool:
+        return self.run.status == Status.CANCELLED
+
+    @property
+    def waiting(self) -> bool:
+        """Questions of the run are still open: nothing resumes yet."""
+        return self.run.status == Status.PAUSED
+
+
+def interrupts_answer(*, actor: Any, run_id: Any, answers: list[Answer],
+                      surface: str = "api") -> Answered:
+    """Answer a run's interrupts: the one entry point of every surface (REST, AG-UI, the
+    LangGraph API, the chat pages and the admin; the cards through ``hitl.card_answer``).
+
+    ``hitl.decide.interrupts_decide`` checks (permission, status, version, policies,
+    quorum, payload) and records the answers. A cancel of a question whose format has no
+    decline cancels the run instead, in the same transaction under the run's lock (so no
+    answer of someone else's lands between the two), audited as the actor's with the
+    question named in the run's status row."""
     def cancel_instead(run: AgentRun) -> None:
         _cancel_locked(run, actor=actor, surface=surface, payload={
             "code": "question_cancelled",
@@ -481,7 +504,7 @@ def interrupts_answer(*, actor: Any, run_id: Any, answers: list[Answer],
                             cancel_run=cancel_instead)
     if run.status == Status.CANCELLED:
         run.interrupt_rows = list(AgentInterrupt.objects.filter(run=run))  # Meta.ordering
-    return run
+    return Answered(run)
 
 
 def _locked_decidable_run(*, actor: Any, run_id: Any) -> AgentRun:

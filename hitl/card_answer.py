@@ -18,7 +18,6 @@ from execution.lifecycle import interrupts_answer
 from hitl.cards import CardFormError, answer_from_post, late_answer_message
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
-from runs.models import AgentRun
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def card_answer(*, actor: Any, interrupt: AgentInterrupt, data: Any,
         # editor's "\u0000", NaN, a 2 MB answer): a 400 on the card, nothing recorded.
         check_value(payload)
         check_answer_size(payload)
-        run = interrupts_answer(actor=actor, run_id=interrupt.run_id, surface=surface,
+        answered = interrupts_answer(actor=actor, run_id=interrupt.run_id, surface=surface,
                                 answers=[Answer(interrupt_id=interrupt.interrupt_id,
                                                 status=status, payload=payload)])
     except CardFormError as err:
@@ -67,4 +66,4 @@ def card_answer(*, actor: Any, interrupt: AgentInterrupt, data: Any,
         interrupt.refresh_from_db(fields=["status", "decided_by", "decided_at", "decision"])
         return CardAnswer(errors={"__all__": [late_answer_message(interrupt, err, actor)]},
                           status=err.status)
-    return CardAnswer(run_cancelled=run.status == AgentRun.Status.CANCELLED)
+    return CardAnswer(run_cancelled=answered.run_cancelled)

@@ -1,4 +1,7 @@
-"""The decision service every surface answers through (REST, AG-UI, chat pages, admin).
+"""The decision rules behind the one answer entry point: surfaces (REST, AG-UI, the
+LangGraph API, chat pages, admin) call ``execution.lifecycle.interrupts_answer``, which
+decides through ``interrupts_decide`` here and cancels the run when a question without
+a decline is cancelled (this layer cannot: cancelling stops the worker's segment).
 
 A decision is one transaction: it locks the run, then its interrupts (always in that
 order, so two deciders cannot deadlock), checks permission, status, version and
@@ -40,14 +43,6 @@ class Answer:
     interrupt_id: str
     status: Literal["resolved", "cancelled"] = "resolved"
     payload: Any = None
-
-
-def interrupt_decide(*, actor: Any, run_id: Any, interrupt_id: str, payload: Any,
-                     status: Literal["resolved", "cancelled"] = "resolved",
-                     surface: str = "api") -> AgentRun:
-    """Answer one interrupt of a run."""
-    return interrupts_decide(actor=actor, run_id=run_id, surface=surface, answers=[
-        Answer(interrupt_id=interrupt_id, status=status, payload=payload)])
 
 
 def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],

@@ -191,8 +191,9 @@ def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) 
         run_stream_modes_add(run_id=run.id, modes=modes)
     # Read before the decision commits: the resumed segment's events come after it.
     after = _counter(run.id)
-    run = interrupts_answer(actor=user, run_id=run.id, answers=answers, surface=SURFACE)
-    return Plan(run=run, after=after, modes=modes, live=run.status in AgentRun.LIVE)
+    answered = interrupts_answer(actor=user, run_id=run.id, answers=answers, surface=SURFACE)
+    return Plan(run=answered.run, after=after, modes=modes,
+                live=answered.status in AgentRun.LIVE)
 
 
 def join_plan(run: AgentRun, modes: list[str], last_event_id: str | None) -> Plan:

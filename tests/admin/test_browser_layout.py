@@ -45,7 +45,8 @@ def test_queue_fits_1300px_with_a_readable_question_column(staff, paused_run, lo
 
 
 def test_decide_page_title_and_late_answer(staff, paused_run, login_as):
-    from hitl.decide import interrupt_decide
+    from execution.lifecycle import interrupts_answer
+    from hitl.decide import Answer
 
     row = paused_run(staff["alice"], ["input"])[0]
     # Without JavaScript: the page does not close its form when someone else answers.
@@ -53,8 +54,8 @@ def test_decide_page_title_and_late_answer(staff, paused_run, login_as):
     page.goto(f"{QUEUE}{row.pk}/change/")
     expect(page.locator("#content h1")).to_have_text("Answer a question")
     expect(page.locator(".breadcrumbs")).to_contain_text("Name the release")
-    interrupt_decide(actor=staff["alice"], run_id=row.run_id, interrupt_id=row.interrupt_id,
-                     payload={"value": "v9"}, surface="api")
+    interrupts_answer(actor=staff["alice"], run_id=row.run_id, surface="api", answers=[
+        Answer(interrupt_id=row.interrupt_id, payload={"value": "v9"})])
     page.locator("form[data-interrupt-id]").get_by_label("Your answer").fill("v2")
     page.locator("form[data-interrupt-id]").get_by_role("button", name="Send").click()
     said = "“Name the release” was already answered by owner."

@@ -96,7 +96,8 @@ def test_a_decision_made_while_the_bulk_runs_is_skipped_not_overwritten(
     """Another reviewer holds one run's lock mid-decision; the bulk waits, then skips it."""
     from django.db import connection, transaction
 
-    from hitl.decide import interrupt_decide
+    from execution.lifecycle import interrupts_answer
+    from hitl.decide import Answer
     from tests.helpers import start_run, wait_run
 
     owner = api("owner")
@@ -112,9 +113,10 @@ def test_a_decision_made_while_the_bulk_runs_is_skipped_not_overwritten(
     def other_reviewer() -> None:
         try:
             with transaction.atomic():
-                interrupt_decide(actor=staff_live["other"], run_id=contested.run_id,
-                                 interrupt_id=contested.interrupt_id,
-                                 payload={"approved": False, "reason": "mine"}, surface="api")
+                interrupts_answer(actor=staff_live["other"], run_id=contested.run_id,
+                                  surface="api", answers=[Answer(
+                                      interrupt_id=contested.interrupt_id,
+                                      payload={"approved": False, "reason": "mine"})])
                 locked.set()
                 # Commit only once the bulk action waits for this run's lock.
                 with connection.cursor() as cursor:

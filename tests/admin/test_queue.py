@@ -179,11 +179,12 @@ def test_errors_show_on_the_card_and_nothing_changes(staff, paused_run):
 
 
 def test_answered_elsewhere_meanwhile_shows_who(staff, paused_run):
-    from hitl.decide import interrupt_decide
+    from execution.lifecycle import interrupts_answer
+    from hitl.decide import Answer
 
     row = paused_run(staff["alice"], ["approval"])[0]
-    interrupt_decide(actor=staff["alice"], run_id=row.run_id, interrupt_id=row.interrupt_id,
-                     payload={"approved": True}, surface="api")
+    interrupts_answer(actor=staff["alice"], run_id=row.run_id, surface="api", answers=[
+        Answer(interrupt_id=row.interrupt_id, payload={"approved": True})])
     response = _login(staff["reviewer"]).post(_change(row), {"decision": "reject"})
     page = response.content.decode()
     assert response.status_code == 200

@@ -109,3 +109,22 @@ def run_async(coro: Any) -> Any:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def paused_with(owner: Any, requests: list[tuple[str, Any]]) -> Any:
+    """A dev run of ``owner`` paused on ``requests`` ((interrupt id, value) pairs) without a
+    worker: for tests of the answer services on their own (no segment claims it)."""
+    from django.db import transaction
+
+    from hitl import lifecycle
+    from runs.models import AgentRun
+    from runs.services import run_start
+
+    run = run_start(owner=owner, agent="dev", input={"topic": "x"})
+    with transaction.atomic():
+        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
+        locked.status = AgentRun.Status.PAUSED
+        locked.segments = 1
+        locked.save(update_fields=["status", "segments"])
+        lifecycle.interrupts_open(run=locked, requests=requests)
+    return run

@@ -16,11 +16,10 @@ from django.db import connection, connections, transaction
 
 from agentsite.errors import Conflict
 from execution.lifecycle import interrupts_answer
-from hitl import lifecycle as hitl_lifecycle
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from runs.models import AgentRun, AuditLog
-from runs.services import run_start
+from tests.helpers import paused_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,16 +28,8 @@ INPUT = "b" * 32
 
 
 def _paused(owner: Any) -> AgentRun:
-    run = run_start(owner=owner, agent="dev", input={"topic": "x"})
-    with transaction.atomic():
-        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-        locked.status = AgentRun.Status.PAUSED
-        locked.segments = 1
-        locked.save(update_fields=["status", "segments"])
-        hitl_lifecycle.interrupts_open(run=locked, requests=[
-            (NO_DECLINE, "Which bucket should I use?"),
-            (INPUT, {"type": "input", "message": "Name it"})])
-    return run
+    return paused_with(owner, [(NO_DECLINE, "Which bucket should I use?"),
+                               (INPUT, {"type": "input", "message": "Name it"})])
 
 
 def _waiting_on_locks() -> int:

@@ -4,16 +4,11 @@ open (nothing resumes) and whether a cancel with no decline ended the run."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.db import transaction
 
 from execution.lifecycle import Answered, interrupts_answer
-from hitl import lifecycle as hitl_lifecycle
 from hitl.decide import Answer
-from runs.models import AgentRun
-from runs.services import run_start
+from tests.helpers import paused_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,21 +16,9 @@ NO_DECLINE = "c" * 32  # a bare string: generic, no decline (cancelling it cance
 INPUT = "d" * 32
 
 
-def paused_with_two_questions(owner: Any) -> AgentRun:
-    run = run_start(owner=owner, agent="dev", input={"topic": "x"})
-    with transaction.atomic():
-        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-        locked.status = AgentRun.Status.PAUSED
-        locked.segments = 1
-        locked.save(update_fields=["status", "segments"])
-        hitl_lifecycle.interrupts_open(run=locked, requests=[
-            (NO_DECLINE, "Which bucket should I use?"),
-            (INPUT, {"type": "input", "message": "Name it"})])
-    return run
-
-
 def test_an_answer_says_what_it_did(users, unconsumed_queue):
-    run = paused_with_two_questions(users["owner"])
+    run = paused_with(users["owner"], [(NO_DECLINE, "Which bucket?"),
+                                       (INPUT, {"type": "input", "message": "Name it"})])
     first = interrupts_answer(actor=users["reviewer"], run_id=run.pk, surface="api",
                               answers=[Answer(interrupt_id=INPUT, payload={"value": "v"})])
     assert isinstance(first, Answered)

@@ -3,27 +3,31 @@
 The protocol wants every text message, tool call and step closed before the run's
 ``RUN_FINISHED`` (the official client refuses it otherwise). Whoever ends a run it did not
 see through (a taken-over segment, ``execution.recovery``; a stream whose end was lost,
-``agui.relay.RunWatch``; the worker's mapper on error, ``agui.mapper``) closes what is
+``agui.relay.RunWatch``; the worker's mapper at a segment's end, ``agui.mapper``) closes what is
 open with ``closers``, in the one order decided here: text messages, then tool calls,
 then steps, each in the order they opened. Steps are one per node and carry only their
 name (``agui.mapper``), and @ag-ui/client keeps open steps as a set of names, so no
 nesting order is owed; opening order is also what the store's cancel writes.
 
-``RunState`` folds events into that picture; ``read_back`` and ``open_run`` read a
-channel's event log back to its last ``RUN_STARTED`` or end, in batches, at most
-``OPEN_RUN_CAP`` events. The event store's cancel does the same inside its script, where
-it must be atomic with the write (``streams.storage.SEND_LUA``, ``open_run``): the
-parity test (tests/streams/test_open_state_parity.py) holds the two together.
+``RunState`` folds events into that picture; ``read_back`` (``read_back_async`` on a
+stream's asyncio client) and ``open_run`` read a channel's event log back to its last
+``RUN_STARTED`` or end, in batches, at most ``OPEN_RUN_CAP`` events: for takeover
+recovery, and for the streams' watchdogs learning what a resumed client was told
+(``streams.sse``, ``streams.grip``). The event store's cancel does the same inside its
+script, where it must be atomic with the write (``streams.storage.SEND_LUA``,
+``open_run``): the parity test (tests/streams/test_open_state_parity.py) holds the two
+together.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+import redis.asyncio
 
 from agui.events import step_finished, text_end, tool_call_end
 from streams.keys import counter_key, event_key
@@ -125,11 +129,35 @@ def read_back(channel: str, *, last: int | None = None,
     script decides)."""
     client = client or redis_client()
     top = int(client.get(counter_key(channel)) or 0) if last is None else last
+    reading = _reading(channel, top)
+    try:
+        keys = next(reading)
+        while True:
+            keys = reading.send(client.mget(keys))
+    except StopIteration as done:
+        return done.value
+
+
+async def read_back_async(client: redis.asyncio.Redis, channel: str, *,
+                          last: int) -> list[Logged] | None:
+    """``read_back`` on an asyncio client (a stream's own, ``streams.follow``)."""
+    reading = _reading(channel, last)
+    try:
+        keys = next(reading)
+        while True:
+            keys = reading.send(await client.mget(keys))
+    except StopIteration as done:
+        return done.value
+
+
+def _reading(channel: str, top: int) -> Generator[list[str], list[Any], list[Logged] | None]:
+    """``read_back``'s reading, for either client: yields the keys of the next batch (back
+    from ``top``), takes their values, returns the tail."""
     tail: list[Logged] = []
     seen = 0  # events read that are not an anchor (the script's ``#seen``)
     while top > 0:
         ids = range(top, max(0, top - READ_BATCH), -1)  # newest first
-        for raw in client.mget([event_key(channel, i) for i in ids]):
+        for raw in (yield [event_key(channel, i) for i in ids]):
             if raw is None or seen >= OPEN_RUN_CAP:
                 return None
             event = _logged(raw)

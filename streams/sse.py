@@ -50,6 +50,7 @@ from django.contrib.auth import get_user_model
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from redis.exceptions import RedisError
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -58,7 +59,8 @@ from rest_framework.views import APIView
 from agentsite.api_docs import errors
 from agentsite.models import ApiToken
 from agentsite.token_auth import token_usable
-from agui.relay import RunEvents, RunWatch, check_truth, fetch_truth
+from agui.open_state import read_back_async
+from agui.relay import RunEvents, RunWatch, Wire, check_truth, fetch_truth
 from streams import grip
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
@@ -189,9 +191,12 @@ async def _watchdog(watch: RunWatch, events: RunEvents, run_id: str, began: int)
     the client had been told before it (the store, read only when needed)."""
     truth = await check_truth(run_id)
     if began and watch.since is not None and not watch.agrees(truth):
-        earlier = await events.store_after(0, began)
-        if not events.unreadable:  # else the next check tries again
-            watch.seed([event for _, event in earlier])
+        try:  # back to the run's last RUN_STARTED or end: all the watch needs
+            earlier = await read_back_async(events.client, events.channel, last=began)
+        except (RedisError, OSError):
+            pass  # the next check tries again
+        else:  # None: expired, nothing to learn
+            watch.seed([Wire(e.type, e.data) for e in earlier or ()])
     if watch.strike(truth):
         return watch.bridge(await fetch_truth(run_id))
     return []

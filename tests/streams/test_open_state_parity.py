@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 from django.conf import settings
 
 from agui.events import (
@@ -28,12 +29,13 @@ from agui.events import (
     tool_call_start,
 )
 from agui.mapper import EventMapper
-from agui.open_state import READ_BATCH, open_run
+from agui.open_state import READ_BATCH, open_run, read_back, read_back_async
 from agui.relay import RunWatch, Wire
 from execution.recovery import reopen
 from streams.keys import counter_key, event_key, run_channel
 from streams.publish import wire
 from streams.storage import OPEN_RUN_CAP, send_args
+from tests.helpers import run_async
 
 IDS = {"thread_id": "t", "run_id": "r"}
 
@@ -171,3 +173,16 @@ def test_recovery_and_the_watchdog_close_as_the_script_does(client):
     mapper.on_task({"id": "2", "name": "search"})
     assert [_named(json.loads(wire(e))) for e in mapper.close_all()] == [
         ("STEP_FINISHED", "tools"), ("STEP_FINISHED", "search")]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_streams_async_reading_is_the_same(client, case):
+    """The SSE stream's watchdog reads back on its own asyncio client: the same events."""
+    channel = store(client, CASES[case][0])
+    last = int(client.get(counter_key(channel)) or 0)
+
+    async def read() -> list | None:
+        async with redis.asyncio.Redis(**settings.EVENTSTREAM_STORAGE_CONNECTION) as aclient:
+            return await read_back_async(aclient, channel, last=last)
+
+    assert run_async(read()) == read_back(channel, last=last, client=client)

@@ -29,10 +29,6 @@ from hitl.schema_form import FormProblems, humanize  # noqa: F401 - pages.forms 
 __all__ = ["CardFormError", "answer_from_post", "article", "card_context",
            "decision_summary", "late_answer_message", "readable"]
 
-# Where focus returns after a refused answer when no field dict is in error: the first of
-# these the card's own template shows an error beside.
-FOCUS_ORDER = ("value", "values", "action", "edited", "edited_json", "reason", "feedback",
-               "decision")
 # Error names that are the whole answer's, shown at the card's top as they are.
 WHOLE = ("payload", "__all__", "detail")
 
@@ -208,11 +204,12 @@ def _cancel_button(fmt: Any) -> dict[str, str]:
 
 def _focus(card: dict[str, Any], errors: dict[str, list[str]]) -> str:
     """What gets ``autofocus``: "field" (a field dict has it), a name of the card's own
-    template, "card" for the card's error list, or "" when nothing was refused."""
+    template (the first in error of the format's ``inline_errors``, which it lists in
+    focus order), "card" for the card's error list, or "" when nothing was refused."""
     if any(f.get("autofocus") for f in _fields(
             {k: v for k, v in card.items() if k not in ("posted", "request")})):
         return "field"
-    for name in FOCUS_ORDER:
+    for name in card.get("inline_errors") or ():
         if errors.get(name):
             return name
     return "card" if card["other_errors"] else ""

@@ -134,7 +134,8 @@
   // After an answer that was taken, the card is read-only and the focus (on its button)
   // is gone: it moves to the next card still waiting for an answer.
   function afterSwap(elt) {
-    // With hx-swap="outerHTML" the event names the card that was replaced: find its successor.
+    // ``elt`` is the card htmx swapped in; the live refresh may have replaced it since:
+    // the card in the page has its id.
     const card = elt && elt.id ? document.getElementById(elt.id) : null;
     const target = card && card.querySelector("[autofocus]");
     if (target) {

@@ -44,6 +44,7 @@ def test_answer_moves_focus_to_the_next_pending_card_and_chips_tell_what_ran(log
     delete.locator("button[value=reject]").click()
     expect(page.locator(CARD)).to_have_count(1)
     page.wait_for_function(f"() => document.activeElement.dataset.interruptId === '{email_id}'")
+    shot(page, "focus-after-htmx-answer")
     page.keyboard.press("Tab")  # the next Tab lands inside that card, not at the page's top
     assert page.evaluate("() => !!document.activeElement.closest("
                          f"'[data-interrupt-id=\"{email_id}\"]')")

@@ -38,8 +38,10 @@ from agentsite.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
 KEEP_SECONDS = 24 * 3600
-# Only rows written before keys were taken in the request's transaction have no answer
-# (status null): such a row blocks its key this long, then it is taken over.
+# A key's row commits with its answer (one transaction), so a row with no answer (status
+# null) comes only from a deployment that committed keys apart from their requests: it
+# blocks its key this long, then it is taken over. This path can go once no such row is
+# younger than KEEP_SECONDS.
 IN_PROGRESS_SECONDS = 60
 
 

@@ -140,9 +140,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / ".data" / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/"
-LOGOUT_REDIRECT_URL = "/accounts/login/"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "pages:list"
+LOGOUT_REDIRECT_URL = "login"
 # Content-Security-Policy (agentsite/csp.py): not on drf-spectacular's docs pages,
 # which boot with an inline script.
 CSP_EXEMPT_PATHS = ["/api/docs/", "/api/redoc/"]

@@ -13,8 +13,8 @@ resumes by writing ``Command(resume=...)`` itself, so it would bypass the worker
 the locked decision service; its interrupt mapping (``lg_interrupt_to_agui``) puts
 the payload under ``metadata.langgraph.raw``, defaults ``reason`` to
 ``langgraph:interrupt`` and has no response schema unless the payload carries one,
-where our contract is ``metadata`` = the request, ``reason`` confirmation /
-input_required and a schema from ``hitl.kinds`` (see ``agui/events.py``). What we
+where our contract is ``metadata`` = the raw value, and ``reason`` and the response
+schema from the interrupt's format (``hitl.formats``; see ``agui/events.py``). What we
 reuse is ag-ui-protocol's classes and encoder; ``bench/agui_peer.py`` runs that
 package's endpoint as the yardstick.
 

@@ -11,8 +11,8 @@ alice."), written through LangGraph's public ``update_state``.
 It runs in the worker only, when no segment of the thread is live, under the thread's
 advisory lock (``thread_lock``):
 - at the start of a run's first segment, before the model is called
-  (``repair_at_start``): also covers a lost repair task, and threads left broken before
-  this existed;
+  (``repair_at_start``): also covers a lost repair task, and any thread an earlier run
+  left unrepaired;
 - in the task ``execution.history_repair`` (``repair_ended``), which ``repair_on_commit``
   enqueues when a run ends early: the thread is valid at once, for a reader of its state
   or an adopter continuing it with their own code.
@@ -207,8 +207,8 @@ def repair(graph: Any, thread_id: str, *, reason: str | Callable[[], str]) -> in
         from langchain_core.messages import RemoveMessage
         from langgraph.graph.message import REMOVE_ALL_MESSAGES  # graph code: worker only
 
-        # A call answered nowhere before later messages (a thread broken before this
-        # existed): its ToolMessage must go right after it, so the list is written anew.
+        # A call answered nowhere before later messages (a thread that went on unrepaired):
+        # its ToolMessage must go right after it, so the list is written anew.
         update = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *everything]
     else:
         log.warning("thread %s: %d tool calls unanswered before later messages, and the "

@@ -29,10 +29,6 @@ from hitl.schema_form import FormProblems, humanize  # noqa: F401 - pages.forms 
 __all__ = ["CardFormError", "answer_from_post", "article", "card_context",
            "decision_summary", "late_answer_message", "readable"]
 
-# Where focus returns after a refused answer when no field dict is in error: the first of
-# these the card's own template shows an error beside.
-FOCUS_ORDER = ("value", "values", "action", "edited", "edited_json", "reason", "feedback",
-               "decision")
 # Error names that are the whole answer's, shown at the card's top as they are.
 WHOLE = ("payload", "__all__", "detail")
 
@@ -121,15 +117,9 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     """
     fmt = for_interrupt(interrupt)
     values = _plain(values)
-    # A defaultdict: a template asking for a field with no errors gets [] (a plain dict
-    # would fall back to attributes, and ``errors.values`` is a method).
-    errors = defaultdict(list, {k: list(v) if isinstance(v, (list, tuple)) else [str(v)]
-                                for k, v in (errors or {}).items()})
+    errors = _error_lists(errors)
     pending = interrupt.status == AgentInterrupt.Status.PENDING
-    # Who may decide (hitl.policies): four-eyes keeps the requester's card read-only
-    # ("waiting for a reviewer"); with no ``viewer`` the card assumes the requester views it.
-    waiting_for_reviewer = pending and not interrupt.requester_may_decide and (
-        viewer is None or getattr(viewer, "pk", None) == interrupt.run.owner_id)
+    waiting_for_reviewer = pending and _waits_for_reviewer(interrupt, viewer)
     if waiting_for_reviewer or (pending and viewer is not None
                                 and not policies.may_decide(viewer, interrupt)):
         can_answer = False
@@ -164,35 +154,53 @@ def card_context(interrupt: AgentInterrupt, *, action_url: str,
     card["other_errors"] = [m for k, msgs in errors.items() if k not in shown
                             for m in (msgs if k in WHOLE else [f"{k}: {x}" for x in msgs])]
     card["focus"] = _focus(card, errors)
-    if not pending:
-        decider = interrupt.decided_by
-        card["decided_by"] = getattr(decider, "username", "") if decider else ""
-        card["decided_at"] = interrupt.decided_at
-        # A run that ends (fails, is cancelled) before a segment applies an answer closes
-        # it as cancelled with the decision kept: it was still answered, by that person.
-        answered_then_closed = (interrupt.status == AgentInterrupt.Status.CANCELLED
-                                and interrupt.decision is not None and decider is not None)
-        card["not_applied"] = answered_then_closed
-        # Answered and given to a segment that failed (``execution.lifecycle.run_fail``
-        # keeps such an answer decided): the agent had it; a retry goes on from there.
-        run = interrupt.run if AgentInterrupt.run.is_cached(interrupt) else None
-        card["used_then_failed"] = (interrupt.status == AgentInterrupt.Status.DECIDED
-                                    and run is not None and run.status == "failed")
-        if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
-                or answered_then_closed:
-            card["summary"] = fmt.summary(interrupt.decision)
-            card["state_label"] = "Answered"
-        elif interrupt.status == AgentInterrupt.Status.CANCELLED:
-            card["summary"] = "Cancelled"
-            card["state_label"] = "Cancelled"
-        else:
-            card["summary"] = "Expired before anyone answered"
-            card["state_label"] = "Expired"
-    else:
+    if pending:
         card["state_label"] = ("Waiting for a reviewer" if waiting_for_reviewer
                                else "Waiting for an answer" if can_answer
                                else "Waiting (read-only)")
+    else:
+        card.update(_outcome(interrupt, fmt))
     return card
+
+
+def _error_lists(errors: dict[str, Any] | None) -> defaultdict[str, list[str]]:
+    """Each name's messages as a list, in a defaultdict: a template asking for a field
+    with no errors gets [] (a plain dict would fall back to attributes, and
+    ``errors.values`` is a method)."""
+    return defaultdict(list, {k: list(v) if isinstance(v, (list, tuple)) else [str(v)]
+                              for k, v in (errors or {}).items()})
+
+
+def _waits_for_reviewer(interrupt: AgentInterrupt, viewer: Any) -> bool:
+    """Four-eyes (hitl.policies) keeps the requester's card read-only ("waiting for a
+    reviewer"); with no ``viewer`` the card assumes the requester views it."""
+    return not interrupt.requester_may_decide and (
+        viewer is None or getattr(viewer, "pk", None) == interrupt.run.owner_id)
+
+
+def _outcome(interrupt: AgentInterrupt, fmt: Any) -> dict[str, Any]:
+    """What a card no longer pending says: who answered and when, what, and its state."""
+    decider = interrupt.decided_by
+    # A run that ends (fails, is cancelled) before a segment applies an answer closes
+    # it as cancelled with the decision kept: it was still answered, by that person.
+    answered_then_closed = (interrupt.status == AgentInterrupt.Status.CANCELLED
+                            and interrupt.decision is not None and decider is not None)
+    # Answered and given to a segment that failed (``execution.lifecycle.run_fail``
+    # keeps such an answer decided): the agent had it; a retry goes on from there.
+    run = interrupt.run if AgentInterrupt.run.is_cached(interrupt) else None
+    out: dict[str, Any] = {
+        "decided_by": getattr(decider, "username", "") if decider else "",
+        "decided_at": interrupt.decided_at,
+        "not_applied": answered_then_closed,
+        "used_then_failed": (interrupt.status == AgentInterrupt.Status.DECIDED
+                             and run is not None and run.status == "failed"),
+    }
+    if interrupt.status in (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.APPLIED) \
+            or answered_then_closed:
+        return {**out, "summary": fmt.summary(interrupt.decision), "state_label": "Answered"}
+    if interrupt.status == AgentInterrupt.Status.CANCELLED:
+        return {**out, "summary": "Cancelled", "state_label": "Cancelled"}
+    return {**out, "summary": "Expired before anyone answered", "state_label": "Expired"}
 
 
 def _cancel_button(fmt: Any) -> dict[str, str]:
@@ -208,11 +216,12 @@ def _cancel_button(fmt: Any) -> dict[str, str]:
 
 def _focus(card: dict[str, Any], errors: dict[str, list[str]]) -> str:
     """What gets ``autofocus``: "field" (a field dict has it), a name of the card's own
-    template, "card" for the card's error list, or "" when nothing was refused."""
+    template (the first in error of the format's ``inline_errors``, which it lists in
+    focus order), "card" for the card's error list, or "" when nothing was refused."""
     if any(f.get("autofocus") for f in _fields(
             {k: v for k, v in card.items() if k not in ("posted", "request")})):
         return "field"
-    for name in FOCUS_ORDER:
+    for name in card.get("inline_errors") or ():
         if errors.get(name):
             return name
     return "card" if card["other_errors"] else ""

@@ -100,21 +100,9 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
     audits = [] if audits is None else audits
     spec = registry.get(run.agent)
     now = timezone.now()
-    rows, rules = [], []
-    for interrupt_id, value, *more in requests:
-        schema = more[0] if more and isinstance(more[0], dict) else None
-        tools = more[1] if len(more) > 1 and isinstance(more[1], dict) else None
-        fmt = recognise(value, schema, tools)
-        rule = policies.effective(fmt, spec.policy if spec else None, now)
-        rows.append(AgentInterrupt(
-            run=run, interrupt_id=interrupt_id, kind=fmt.name, request=value,
-            response_schema=schema, args_schemas=tools,
-            expires_at=fmt.expires_at() or rule.expires_at,
-            requester_may_decide=rule.requester_may_decide,
-            required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
-            default_answer=rule.default, escalate_at=rule.escalate_at,
-            escalate_to=list(rule.escalate_to)))
-        rules.append(rule)
+    opened = [_pending_row(run, request, spec.policy if spec else None, now)
+              for request in requests]
+    rows = [row for row, _ in opened]
     audits.extend(audit_row(run=run, action=AuditLog.Action.INTERRUPT_STATUS,
                             interrupt_ref=row.interrupt_id, to_status=Pending,
                             payload=row.request) for row in rows)
@@ -123,22 +111,53 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
     # One INSERT (``raised_again_refused`` names the error if a row exists already).
     AgentInterrupt.objects.bulk_create(rows)
     assigned = set()
-    for row, rule in zip(rows, rules, strict=True):
-        if rule.assignees or rule.groups:
+    for row, rule in opened:
+        if _assign(row, rule):  # saved rows only: the assignments are relations
             assigned.add(row.pk)
-        if rule.assignees or rule.groups or rule.escalate_to:
-            try:
-                users, groups = resolve_names(rule.assignees, rule.groups)
-                resolve_names((), rule.escalate_to)
-            except InvalidInput as err:
-                # A policy naming nobody would leave the question open to anyone: fail loud.
-                raise RuntimeError(f"interrupt {row.interrupt_id}: {err.fields}") from None
-            row.assignees.add(*users)
-            row.assigned_groups.add(*groups)
     if own_audits:
         audits_save(audits)
-    # An unassigned question goes to the requester (by email) and the agent's webhooks: a
-    # notify task only if there is one of them (it would find nobody to tell otherwise).
+    _notify_opened(run, rows, assigned)
+    notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
+    return rows
+
+
+def _pending_row(run: AgentRun, request: tuple[Any, ...], agent_policy: Any,
+                 now: Any) -> tuple[AgentInterrupt, Any]:
+    """One question as an unsaved pending row, with the policy rule that shaped it."""
+    interrupt_id, value, *more = request
+    schema = more[0] if more and isinstance(more[0], dict) else None
+    tools = more[1] if len(more) > 1 and isinstance(more[1], dict) else None
+    fmt = recognise(value, schema, tools)
+    rule = policies.effective(fmt, agent_policy, now)
+    row = AgentInterrupt(
+        run=run, interrupt_id=interrupt_id, kind=fmt.name, request=value,
+        response_schema=schema, args_schemas=tools,
+        expires_at=fmt.expires_at() or rule.expires_at,
+        requester_may_decide=rule.requester_may_decide,
+        required_approvals=rule.required_approvals, reject_policy=rule.reject_policy,
+        default_answer=rule.default, escalate_at=rule.escalate_at,
+        escalate_to=list(rule.escalate_to))
+    return row, rule
+
+
+def _assign(row: AgentInterrupt, rule: Any) -> bool:
+    """Give a saved row the users and groups its rule names; whether it names any."""
+    if not (rule.assignees or rule.groups or rule.escalate_to):
+        return False
+    try:
+        users, groups = resolve_names(rule.assignees, rule.groups)
+        resolve_names((), rule.escalate_to)
+    except InvalidInput as err:
+        # A policy naming nobody would leave the question open to anyone: fail loud.
+        raise RuntimeError(f"interrupt {row.interrupt_id}: {err.fields}") from None
+    row.assignees.add(*users)
+    row.assigned_groups.add(*groups)
+    return bool(rule.assignees or rule.groups)
+
+
+def _notify_opened(run: AgentRun, rows: list[AgentInterrupt], assigned: set[Any]) -> None:
+    """An unassigned question goes to the requester (by email) and the agent's webhooks: a
+    notify task only if there is one of them (it would find nobody to tell otherwise)."""
     reaches_requester: bool | None = None
     for row in rows:
         if row.status != Pending:
@@ -149,8 +168,6 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
             if not reaches_requester:
                 continue
         notify.on_commit("interrupt.created", run=run, interrupt=row)
-    notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
-    return rows
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Exists, F, Func, JSONField, OuterRef, Value
+from django.urls import reverse
 from django.utils import timezone
 
 from agentsite.outbound import outbound_client
@@ -115,11 +116,11 @@ def _url(path: str) -> str:
 
 
 def decide_url(interrupt: AgentInterrupt) -> str:
-    return _url(f"/admin/hitl/agentinterrupt/{interrupt.pk}/change/")
+    return _url(reverse("admin:hitl_agentinterrupt_change", args=[interrupt.pk]))
 
 
 def chat_url(run: AgentRun) -> str:
-    return _url(f"/c/{run.conversation_id}/")
+    return _url(reverse("pages:chat", args=[run.conversation_id]))
 
 
 def recipients(event: str, run: AgentRun, interrupt: AgentInterrupt | None,

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 def notify_event(self, notification_id: int | None = None, **before_outbox: Any) -> None:
     close_old_connections()
     if notification_id is None:
-        # A task queued before the outbox (event, run_id, ...): sent as it was then.
+        # A message with no notification id carries the event itself (event, run_id, ...:
+        # what a deployment without the outbox queues): delivered from its arguments. This
+        # path can go once no such message can still be queued (the broker's retention).
         notify.deliver(**before_outbox)
         return
     try:

@@ -47,7 +47,7 @@ def card_interrupts() -> QuerySet[AgentInterrupt]:
 
 
 def _block_key(run: AgentRun) -> str:
-    return f"pages:run:{run.id}:{run.status}:{run.updated_at.timestamp()}"
+    return f"pages:block:{run.id}:{run.status}:{run.updated_at.timestamp()}"
 
 
 def run_blocks(conversation: Conversation, runs: list[AgentRun], *,
@@ -66,7 +66,7 @@ def run_blocks(conversation: Conversation, runs: list[AgentRun], *,
         # Every run but the newest is finished (one unfinished run per thread, the newest):
         # the whole history is one cached string, one lookup however long it is.
         last = history[-1]
-        key = (f"pages:history:{conversation.pk}:{len(history)}:{last.id}:"
+        key = (f"pages:blocks:{conversation.pk}:{len(history)}:{last.id}:"
                f"{last.updated_at.timestamp()}")
         html = cache.get(key)
         if html is None:

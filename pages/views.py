@@ -119,10 +119,10 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
                               latest_block.get("pending", 0) if latest_block else 0,
                               error=composer_error, text=composer_text,
                               answerable=latest_block.get("answerable") if latest_block else None),
-        "events_url": f"/api/runs/{latest.id}/events/" if latest else "",
+        "events_url": reverse("run-events", args=[latest.id]) if latest else "",
         "last_event_id": (f"run-{latest.id}:{latest_block['last_event_id']}"
                           if latest and latest_block.get("last_event_id") else ""),
-        "queue_url": "/api/events/",
+        "queue_url": reverse("queue-events"),
         "queue_channel": user_stream_channel(request.user),
         # A page without JavaScript reloads itself while one of these runs works.
         "live_statuses": [str(s) for s in AgentRun.LIVE],

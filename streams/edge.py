@@ -187,62 +187,71 @@ class Forwarder:
                  posts[len(posts) // 2] * 1000, posts[-1] * 1000)
 
     async def run(self) -> None:
+        """Forward the fan-out channel to the proxy until cancelled, subscribing again
+        whenever Redis goes away."""
+        try:
+            while True:
+                await self.session()
+        finally:
+            await self.publisher.close()
+
+    async def session(self) -> None:
+        """One subscription: read batches and publish them until Redis goes away."""
         import redis.asyncio as aioredis
 
         from streams.keys import PUBSUB_CHANNEL
 
-        publisher = self.publisher
+        redis = aioredis.Redis(**self.redis_kwargs, client_name=f"agentsite-edge-{os.getpid()}")
+        pubsub = redis.pubsub()
         try:
+            await pubsub.subscribe(PUBSUB_CHANNEL)
+            print(f"edge forwarder: subscribed; publishing {self.publisher.where}", flush=True)
             while True:
-                redis = aioredis.Redis(**self.redis_kwargs,
-                                       client_name=f"agentsite-edge-{os.getpid()}")
-                pubsub = redis.pubsub()
-                try:
-                    await pubsub.subscribe(PUBSUB_CHANNEL)
-                    print(f"edge forwarder: subscribed; publishing {publisher.where}",
-                          flush=True)
-                    while True:
-                        message = await pubsub.get_message(timeout=5.0)
-                        if message is None:
-                            self.summary(quiet=True)
-                            continue
-                        read_at = time.monotonic()
-                        batch = [message]
-                        while len(batch) < BATCH_MAX:  # what is waiting already
-                            more = await pubsub.get_message(timeout=0)
-                            if more is None:
-                                break
-                            batch.append(more)
-                        items = []
-                        for m in batch:
-                            if m.get("type") == "subscribe":
-                                # (Re)subscribed, at a start too, and also when redis-py
-                                # reconnected by itself: queue changes may have been lost.
-                                items.append(queue_reset_item(self.prefix))
-                            if m.get("type") != "message":
-                                continue
-                            body = json.loads(m["data"])
-                            items += (close_items(body, self.prefix) if "access" in body
-                                      else [item(body, self.prefix)])
-                        if items:
-                            began = time.monotonic()
-                            self.published += await publisher.send(items)
-                            done = time.monotonic()
-                            self.samples.append((len(items), done - read_at, done - began))
-                        self.summary()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # noqa: BLE001 - Redis went away: subscribe again
-                    log.warning("event fan-out lost; subscribing again", exc_info=True)
-                    await asyncio.sleep(RECONNECT_WAIT)
-                finally:
-                    try:
-                        await pubsub.aclose()
-                        await redis.aclose()
-                    except Exception:  # noqa: BLE001 - already gone
-                        pass
+                await self.forward(pubsub)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - Redis went away: subscribe again
+            log.warning("event fan-out lost; subscribing again", exc_info=True)
+            await asyncio.sleep(RECONNECT_WAIT)
         finally:
-            await publisher.close()
+            try:
+                await pubsub.aclose()
+                await redis.aclose()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+    async def forward(self, pubsub: Any) -> None:
+        """Publish what is waiting (up to BATCH_MAX messages, after waiting up to 5 s for
+        the first) as one batch of proxy items."""
+        message = await pubsub.get_message(timeout=5.0)
+        if message is None:
+            self.summary(quiet=True)
+            return
+        read_at = time.monotonic()
+        batch = [message]
+        while len(batch) < BATCH_MAX:  # what is waiting already
+            more = await pubsub.get_message(timeout=0)
+            if more is None:
+                break
+            batch.append(more)
+        items = [one for m in batch for one in self.items_of(m)]
+        if items:
+            began = time.monotonic()
+            self.published += await self.publisher.send(items)
+            done = time.monotonic()
+            self.samples.append((len(items), done - read_at, done - began))
+        self.summary()
+
+    def items_of(self, message: dict[str, Any]) -> list[Any]:
+        """The proxy items one pub/sub message becomes."""
+        if message.get("type") == "subscribe":
+            # (Re)subscribed, at a start too, and also when redis-py reconnected by
+            # itself: queue changes may have been lost.
+            return [queue_reset_item(self.prefix)]
+        if message.get("type") != "message":
+            return []
+        body = json.loads(message["data"])
+        return close_items(body, self.prefix) if "access" in body else [item(body, self.prefix)]
 
 
 def freeze_startup() -> None:

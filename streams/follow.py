@@ -143,6 +143,15 @@ class ChannelEvents:
         self.unreadable = False
         return found
 
+    async def next_queued(self, wait: float) -> Any:
+        """What the listener queued next (an event body, ``RECHECK``, a catch-up), or None
+        after ``wait`` seconds without any."""
+        try:
+            async with asyncio.timeout(wait):  # no task per event, as wait_for makes
+                return await self.queue.get()
+        except TimeoutError:
+            return None
+
     async def follow(self, *, after: int, idle: float = 1.0, idle_max: float = 8.0,
                      keepalive: float = 15.0, flushes: bool = False) -> AsyncIterator[Item]:
         """Events with id > ``after``: stored first, then live. Yields ``IDLE`` after
@@ -182,17 +191,15 @@ class ChannelEvents:
                 yield IDLE
             if flushes and self.queue.empty():
                 yield FLUSH
-            try:
-                async with asyncio.timeout(wait):  # no task per event, as wait_for makes
-                    body = await self.queue.get()
-                wait = idle
-            except TimeoutError:
+            body = await self.next_queued(wait)
+            if body is None:  # a quiet spell
                 wait = min(idle_max, wait * 2)
                 if time.monotonic() - quiet_since >= keepalive:
                     quiet_since = time.monotonic()
                     yield KEEPALIVE
                 read, then = True, IDLE
                 continue
+            wait = idle
             match body:
                 case Recheck():
                     yield RECHECK

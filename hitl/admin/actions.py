@@ -86,19 +86,10 @@ class BulkActions:
         if request.POST.get("post") == "yes" and reason:
             self._bulk(request, queryset, lambda row: reject_payload(row, reason), "rejected")
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Reject the selected interrupts",
-            "opts": self.opts,
-            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
-            "select_across": request.POST.get("select_across", "0"),
-            "rows": self._selected_visible(request, queryset)[:200],
-            "reason": reason,
-            "error": "Give a reason." if request.POST.get("post") == "yes" else "",
-            "action_checkbox_name": ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/hitl/agentinterrupt/reject_selected.html",
-                                context)
+        return self._form_page(request, queryset, "reject_selected.html",
+                               title="Reject the selected interrupts", reason=reason,
+                               error="Give a reason." if request.POST.get("post") == "yes"
+                               else "")
 
     # --- assignment (hitl.assign.interrupt_assign; a reviewer only) ---
 
@@ -122,20 +113,24 @@ class BulkActions:
                     return None
             else:
                 error = "Name at least one user or group."
-        context = {
+        return self._form_page(request, queryset, "assign_selected.html",
+                               title="Assign the selected interrupts",
+                               users=request.POST.get("users", ""),
+                               groups=request.POST.get("groups", ""), error=error)
+
+    def _form_page(self, request: HttpRequest, queryset: QuerySet, template: str,
+                   **extra: Any) -> TemplateResponse:
+        """An action's intermediate page: the selected rows this user may see, the
+        selection kept for the post that applies it, and the action's own fields."""
+        return TemplateResponse(request, f"admin/hitl/agentinterrupt/{template}", {
             **self.admin_site.each_context(request),
-            "title": "Assign the selected interrupts",
             "opts": self.opts,
             "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
             "select_across": request.POST.get("select_across", "0"),
             "rows": self._selected_visible(request, queryset)[:200],
-            "users": request.POST.get("users", ""),
-            "groups": request.POST.get("groups", ""),
-            "error": error,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/hitl/agentinterrupt/assign_selected.html",
-                                context)
+            **extra,
+        })
 
     def _assign(self, request: HttpRequest, queryset: QuerySet, action: str,
                 **names: list[str]) -> str:

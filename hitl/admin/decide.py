@@ -48,25 +48,16 @@ def _chat_url(obj: AgentInterrupt) -> str | None:
 
 
 def _edit_pairs(obj: AgentInterrupt) -> list[dict[str, str]]:
-    """What an answer edited, each beside the original, as JSON: a review's proposal, or
-    each tool call that ran with edited arguments (the format's ``call_decisions``)."""
-    def pretty(value: Any) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False)
-
-    # A review answered "edit" (the only answer of ours that carries an edited copy).
-    decision = obj.decision if isinstance(obj.decision, dict) else {}
-    request = obj.request if isinstance(obj.request, dict) else {}
-    if decision.get("decision") == "edit" and "proposal" in request:
-        return [{"original_title": "Original proposal", "edited_title": "Edited version",
-                 "original": pretty(request.get("proposal")),
-                 "edited": pretty(decision.get("edited"))}]
+    """What an answer edited, each beside the original, as JSON (the format's ``edits``)."""
     if obj.decision is None:
         return []
-    return [{"original_title": f"{call.name}: the arguments the agent asked for",
-             "edited_title": f"{call.name}: the arguments it ran with",
-             "original": pretty(call.args), "edited": pretty(call.ran_args)}
-            for call in obj.format.call_decisions(obj.decision)
-            if call.decision == "edit" and call.ran_args is not None]
+    return [{"original_title": edit.original_title, "edited_title": edit.edited_title,
+             "original": _pretty(edit.original), "edited": _pretty(edit.edited)}
+            for edit in obj.format.edits(obj.decision)]
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 class DecidePage:
@@ -110,8 +101,8 @@ class DecidePage:
             "conversation": list(Message.objects.filter(conversation_id=obj.run.conversation_id)
                                  .exclude(content="").order_by("created_at", "id")[:100]),
             "edit_pairs": _edit_pairs(obj),
-            "interrupt_api_url": f"/api/interrupts/{obj.pk}/",
-            "queue_events_url": "/api/events/",
+            "interrupt_api_url": reverse("interrupt-detail", args=[obj.pk]),
+            "queue_events_url": reverse("queue-events"),
         }
         return TemplateResponse(request, "admin/hitl/agentinterrupt/decide.html", context)
 

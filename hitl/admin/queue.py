@@ -14,6 +14,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -142,7 +143,7 @@ class AgentInterruptAdmin(BulkActions, DecidePage, ReadOnlyAdmin):
 
     def changelist_view(self, request: HttpRequest,
                         extra_context: dict | None = None) -> HttpResponse:
-        extra = {"queue_events_url": "/api/events/", **(extra_context or {})}
+        extra = {"queue_events_url": reverse("queue-events"), **(extra_context or {})}
         response = super().changelist_view(request, extra)
         cl = (getattr(response, "context_data", None) or {}).get("cl")
         if cl is not None and not cl.query and set(cl.params) <= {"status", "o"} \

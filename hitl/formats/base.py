@@ -70,6 +70,16 @@ class CallDecision(NamedTuple):
     tool_call_id: str | None = None
 
 
+class Edit(NamedTuple):
+    """Something an answer edited, beside what the agent asked: ``original`` and
+    ``edited`` are JSON values, the titles say which is which."""
+
+    original_title: str
+    edited_title: str
+    original: Any
+    edited: Any
+
+
 def clip(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -136,6 +146,14 @@ class InterruptFormat:
         other arguments); [] for a question about no tool call."""
         return []
 
+    def edits(self, answer: Any) -> list[Edit]:
+        """What ``answer`` edited, each beside the original (the admin's decide page): by
+        default each tool call that ran with edited arguments (``call_decisions``)."""
+        return [Edit(f"{call.name}: the arguments the agent asked for",
+                     f"{call.name}: the arguments it ran with", call.args, call.ran_args)
+                for call in self.call_decisions(answer)
+                if call.decision == "edit" and call.ran_args is not None]
+
     def summary(self, answer: Any) -> str:
         """One line saying what was answered (lists, the audit)."""
         return short_json(answer)
@@ -193,7 +211,9 @@ class InterruptFormat:
 
     # --- the card ------------------------------------------------------------------------
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
-        """What the card template shows besides the common frame."""
+        """What the card template shows besides the common frame. ``inline_errors``, when
+        given: the form names the template shows errors beside, in the order the focus
+        goes to the first in error after a refused answer (``hitl.cards``)."""
         return {"value": self.value, "response_schema": self.response_schema(),
                 "answer": answer, "posted": posted or {}}
 

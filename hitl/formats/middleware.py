@@ -4,7 +4,8 @@ checked against the interrupt's ``response_schema``). The shapes are the middlew
 own TypedDicts (restated here: web processes may not import ``langchain.agents``,
 which is graph code; ``tests/unit/test_formats.py`` holds them to the library's); the
 server checks an answer as the middleware would before anything is
-committed, so a refused answer never reaches (and fails) the graph."""
+committed, so a refused answer never reaches (and fails) the graph. One call's
+``Decision`` (its schema, check, decline and summary) is ``hitl.formats.decisions``."""
 
 from __future__ import annotations
 
@@ -22,12 +23,21 @@ from hitl.formats.base import (
     clip,
     short_json,
 )
+from hitl.formats.decisions import (
+    CALL_MAX,
+    DECISIONS,
+    DecisionType,
+    call_decision,
+    call_question,
+    call_text,
+    check_decision,
+    decision_schema,
+    decision_summary,
+    declined,
+    is_action,
+)
 from hitl.kinds import refuse
 from hitl.schema_errors import by_field
-
-DecisionType = Literal["approve", "edit", "reject", "respond"]
-DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
-CANCELLED_MESSAGE = "cancelled by user"
 
 
 class ActionRequest(TypedDict):
@@ -60,139 +70,6 @@ _HITL_KEYS = set(get_type_hints(HITLRequest))
 _APPROVAL_KEYS = set(get_type_hints(ToolApprovalRequest)) - {"description", "tool_call_id"}
 
 
-def _is_action(value: Any) -> bool:
-    return (isinstance(value, dict) and isinstance(value.get("name"), str)
-            and isinstance(value.get("args"), dict))
-
-
-def _decision_schema(name: str, allowed: list[str], args_schema: dict[str, Any] | None
-                     ) -> dict[str, Any]:
-    """JSON Schema of one ``Decision`` for the tool ``name``."""
-    branches = {
-        "approve": {"type": "object", "properties": {"type": {"const": "approve"}},
-                    "required": ["type"], "additionalProperties": False},
-        "edit": {"type": "object", "properties": {
-            "type": {"const": "edit"},
-            "edited_action": {"type": "object", "properties": {
-                "name": {"const": name}, "args": args_schema or {"type": "object"}},
-                "required": ["name", "args"], "additionalProperties": False}},
-            "required": ["type", "edited_action"], "additionalProperties": False},
-        "reject": {"type": "object", "properties": {"type": {"const": "reject"},
-                                                    "message": {"type": "string"}},
-                   "required": ["type"], "additionalProperties": False},
-        "respond": {"type": "object", "properties": {"type": {"const": "respond"},
-                                                     "message": {"type": "string",
-                                                                 "minLength": 1}},
-                    "required": ["type", "message"], "additionalProperties": False},
-    }
-    members = [branches[d] for d in dict.fromkeys(allowed) if d in branches]
-    return members[0] if len(members) == 1 else {"oneOf": members}
-
-
-def _check_decision(decision: Any, *, name: str, allowed: list[str],
-                    args_schema: dict[str, Any] | None, at: str) -> tuple[Any, dict]:
-    """One decision checked as the middleware reads it: (clean decision, field errors)."""
-    prefix = f"{at}." if at else ""
-    if not isinstance(decision, dict):
-        return None, {at or "payload": ["expected an object with a 'type'"]}
-    kind = decision.get("type")
-    if kind not in DECISIONS:
-        return None, {f"{prefix}type": [f"must be one of {', '.join(allowed)}"]}
-    if kind not in allowed:
-        return None, {f"{prefix}type": [
-            f"{kind!r} is not allowed for {name} (allowed: {', '.join(allowed)})"]}
-    extra = set(decision) - {"type", {"edit": "edited_action"}.get(kind, "message")}
-    if extra or (kind == "approve" and "message" in decision):
-        return None, {f"{prefix}{sorted(extra or {'message'})[0]}": [
-            f"not part of a {kind} decision"]}
-    if kind in ("reject", "respond"):
-        message = decision.get("message")
-        if message is not None and not isinstance(message, str):
-            return None, {f"{prefix}message": ["must be text"]}
-        if kind == "respond" and not (message or "").strip():
-            return None, {f"{prefix}message": ["write the response the tool returns"]}
-        return decision, {}
-    if kind == "edit":
-        action = decision.get("edited_action")
-        if not _is_action(action) or set(action) - {"name", "args"}:
-            return None, {f"{prefix}edited_action": [
-                "expected {\"name\": <tool>, \"args\": {...}}"]}
-        if action["name"] != name:
-            return None, {f"{prefix}edited_action.name": [
-                f"must stay {name!r} (an edit cannot switch tools)"]}
-        if args_schema:
-            fields = by_field(args_schema, action["args"], root="args")
-            if fields:
-                return None, {f"{prefix}edited_action.args"
-                              + ("" if k == "args" else f".{k}"): v for k, v in fields.items()}
-    return decision, {}
-
-
-CALL_MAX = 120  # characters of one call in a question line ("send_email(to=…, body=…)")
-ARG_MAX = 40  # characters of one argument's value in it
-
-
-def call_text(name: str, args: Any, limit: int = CALL_MAX) -> str:
-    """A tool call in short: ``send_email(to=x@example.com, subject=Hi…)``, bounded."""
-    if isinstance(args, dict):
-        shown = ", ".join(f"{k}={clip(v if isinstance(v, str) else short_json(v), ARG_MAX)}"
-                          for k, v in args.items())
-    else:
-        shown = short_json(args, ARG_MAX)
-    name = clip(name, 60)
-    return f"{name}({clip(shown, max(limit - len(name) - 2, 8))})"
-
-
-def own_words(description: Any, name: str) -> str:
-    """The first line of what the agent says about a call (not the middleware's default)."""
-    if not isinstance(description, str):
-        return ""
-    text = card_parts.own_description(description, name)
-    return text.splitlines()[0].strip() if text else ""
-
-
-def call_question(name: str, args: Any, description: Any) -> str:
-    """The question line of one call: "Approve send_email(to=…): <its description>"."""
-    words = own_words(description, name)
-    return clip(f"Approve {call_text(name, args)}" + (f": {words}" if words else ""),
-                MESSAGE_MAX)
-
-
-def _declined(allowed: list[str]) -> Any:
-    """A declined call: rejected, or answered "cancelled" where only respond is allowed;
-    never approved: a call that allows neither cancels the run (``CANCELS_RUN``) rather
-    than run a tool nobody approved or send a reject the middleware refuses."""
-    if "reject" in allowed:
-        return {"type": "reject", "message": CANCELLED_MESSAGE}
-    if "respond" in allowed:
-        return {"type": "respond", "message": CANCELLED_MESSAGE}
-    return CANCELS_RUN
-
-
-def _call_decision(action: dict[str, Any], decision: Any,
-                   tool_call_id: str | None = None) -> CallDecision:
-    decision = decision if isinstance(decision, dict) else {}
-    edited = decision.get("edited_action")
-    return CallDecision(name=action["name"], args=action["args"],
-                        decision=str(decision.get("type") or ""), tool_call_id=tool_call_id,
-                        ran_args=edited.get("args") if isinstance(edited, dict) else None)
-
-
-def _decision_summary(decision: Any) -> str:
-    if not isinstance(decision, dict):
-        return short_json(decision)
-    kind = decision.get("type")
-    if kind == "approve":
-        return "Approved"
-    if kind == "edit":
-        return "Approved with edits"
-    if kind == "reject":
-        return "Rejected" + (f": {decision['message']}" if decision.get("message") else "")
-    if kind == "respond":
-        return f"Responded: {decision.get('message', '')}"
-    return short_json(decision)
-
-
 class HitlRequest(InterruptFormat):
     """Batched: one ``HITLRequest`` per model turn; the answer (and resume value) is the
     ``HITLResponse`` ``{"decisions": [...]}``, one decision per action, in order."""
@@ -206,7 +83,7 @@ class HitlRequest(InterruptFormat):
         if not isinstance(value, dict) or not _HITL_KEYS <= set(value):
             return False
         actions, configs = value.get("action_requests"), value.get("review_configs")
-        return (isinstance(actions, list) and bool(actions) and all(map(_is_action, actions))
+        return (isinstance(actions, list) and bool(actions) and all(map(is_action, actions))
                 and isinstance(configs, list) and all(isinstance(c, dict) for c in configs))
 
     def actions(self) -> list[dict[str, Any]]:
@@ -245,7 +122,7 @@ class HitlRequest(InterruptFormat):
         return "tool_approval"
 
     def response_schema(self) -> dict[str, Any]:
-        items = [_decision_schema(a["name"], *self.config(i))
+        items = [decision_schema(a["name"], *self.config(i))
                  for i, a in enumerate(self.actions())]
         n = len(items)
         return {"type": "object", "title": "HITLResponse", "properties": {"decisions": {
@@ -265,8 +142,8 @@ class HitlRequest(InterruptFormat):
         fields: dict[str, list[str]] = {}
         for i, (decision, action) in enumerate(zip(decisions, actions, strict=True)):
             allowed, schema = self.config(i)
-            _, problems = _check_decision(decision, name=action["name"], allowed=allowed,
-                                          args_schema=schema, at=f"decisions.{i}")
+            _, problems = check_decision(decision, name=action["name"], allowed=allowed,
+                                         args_schema=schema, at=f"decisions.{i}")
             fields.update(problems)
         if fields:
             raise refuse("tool approval", fields)
@@ -274,7 +151,7 @@ class HitlRequest(InterruptFormat):
 
     def cancelled_value(self) -> Any:
         # Every call rejected (what the person declined); the middleware's own reject.
-        decisions = [_declined(self.config(i)[0]) for i in range(len(self.actions()))]
+        decisions = [declined(self.config(i)[0]) for i in range(len(self.actions()))]
         if any(d is CANCELS_RUN for d in decisions):
             return CANCELS_RUN
         return {"decisions": decisions}
@@ -309,13 +186,13 @@ class HitlRequest(InterruptFormat):
         decisions = answer.get("decisions") if isinstance(answer, dict) else None
         if not isinstance(decisions, list):
             return short_json(answer)
-        return clip("; ".join(f"{a['name']}: {_decision_summary(d)}"
+        return clip("; ".join(f"{a['name']}: {decision_summary(d)}"
                               for a, d in zip(self.actions(), decisions, strict=False)), 200)
 
     def call_decisions(self, answer: Any) -> list[CallDecision]:
         decisions = answer.get("decisions") if isinstance(answer, dict) else None
-        return [_call_decision(a, d) for a, d in zip(self.actions(), decisions or [],
-                                                     strict=False)]
+        return [call_decision(a, d) for a, d in zip(self.actions(), decisions or [],
+                                                    strict=False)]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         rows, aliases = [], {}
@@ -361,7 +238,7 @@ class ToolApproval(InterruptFormat):
     @classmethod
     def recognise(cls, value: Any, response_schema: dict[str, Any] | None) -> bool:
         return (isinstance(value, dict) and value.get("type") == "tool_approval"
-                and _APPROVAL_KEYS <= set(value) and _is_action(value))
+                and _APPROVAL_KEYS <= set(value) and is_action(value))
 
     def allowed(self) -> list[str]:
         """The decision types the schema offers (all four without one)."""
@@ -415,11 +292,11 @@ class ToolApproval(InterruptFormat):
         return found if isinstance(found, str) and found else None
 
     def response_schema(self) -> dict[str, Any]:
-        return self.schema or _decision_schema(self.value["name"], list(DECISIONS), None)
+        return self.schema or decision_schema(self.value["name"], list(DECISIONS), None)
 
     def validate(self, answer: Any) -> Any:
-        clean, fields = _check_decision(answer, name=self.value["name"], allowed=self.allowed(),
-                                        args_schema=self.args_schema(), at="")
+        clean, fields = check_decision(answer, name=self.value["name"], allowed=self.allowed(),
+                                       args_schema=self.args_schema(), at="")
         if fields:
             raise refuse("tool approval", fields)
         if self.schema:  # the interrupt's own schema is LangGraph's check on resume
@@ -429,7 +306,7 @@ class ToolApproval(InterruptFormat):
         return clean
 
     def cancelled_value(self) -> Any:
-        return _declined(self.allowed())
+        return declined(self.allowed())
 
     def approve_answer(self, because: str = "") -> Any | None:
         return {"type": "approve"} if "approve" in self.allowed() else None
@@ -451,10 +328,10 @@ class ToolApproval(InterruptFormat):
         return [Subject("tool", self.value["name"], self.value["args"])]
 
     def summary(self, answer: Any) -> str:
-        return clip(_decision_summary(answer), 200)
+        return clip(decision_summary(answer), 200)
 
     def call_decisions(self, answer: Any) -> list[CallDecision]:
-        return [_call_decision(self.value, answer, self.tool_call_id())]
+        return [call_decision(self.value, answer, self.tool_call_id())]
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
         row = card_parts.tool_row(

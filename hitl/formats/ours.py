@@ -14,6 +14,7 @@ from hitl.card_parts import posted_text, readable
 from hitl.formats.base import (
     MESSAGE_MAX,
     CardFormError,
+    Edit,
     InterruptFormat,
     Subject,
     Vote,
@@ -85,7 +86,8 @@ class OurKind(InterruptFormat):
         return str(value) if value else None
 
     # --- the card (templates/hitl/cards/<kind>.html; form names in hitl.cards) ---
-    # Form names the kind's own template shows errors beside (the rest go to the card's top).
+    # Form names the kind's own template shows errors beside (the rest go to the card's
+    # top), in the order the focus goes to the first in error after a refused answer.
     inline_errors: ClassVar[tuple[str, ...]] = ()
 
     def card_context(self, answer: Any | None, posted: dict[str, Any] | None) -> dict[str, Any]:
@@ -266,7 +268,7 @@ class Review(OurKind):
                             self.request.get("proposal"))]
         return [Subject("review", None, self.request.get("proposal"))]
 
-    inline_errors = ("decision", "edited", "edited_json", "reason", "feedback")
+    inline_errors = ("edited", "edited_json", "reason", "feedback", "decision")
     BUTTONS: ClassVar[dict[str, str]] = {"approve": "Approve", "edit": "Save edits",
                                          "reject": "Reject", "respond": "Send feedback"}
 
@@ -321,6 +323,13 @@ class Review(OurKind):
         if problems:
             raise CardFormError(problems)
         return edited
+
+    def edits(self, answer: Any) -> list[Edit]:
+        if not (isinstance(answer, dict) and answer.get("decision") == "edit"
+                and "proposal" in self.request):
+            return []
+        return [Edit("Original proposal", "Edited version", self.request.get("proposal"),
+                     answer.get("edited"))]
 
     def summary_text(self, answer: dict[str, Any]) -> str:
         choice = answer.get("decision")

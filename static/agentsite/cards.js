@@ -134,7 +134,8 @@
   // After an answer that was taken, the card is read-only and the focus (on its button)
   // is gone: it moves to the next card still waiting for an answer.
   function afterSwap(elt) {
-    // With hx-swap="outerHTML" the event names the card that was replaced: find its successor.
+    // ``elt`` is the card htmx swapped in; the live refresh may have replaced it since:
+    // the card in the page has its id.
     const card = elt && elt.id ? document.getElementById(elt.id) : null;
     const target = card && card.querySelector("[autofocus]");
     if (target) {
@@ -191,7 +192,14 @@
     initAll(document);
   }
   document.addEventListener("htmx:load", (e) => { initAll(e.target); openModal(e.target); });
-  document.addEventListener("htmx:afterSettle", (e) => afterSwap(e.detail.elt || e.target));
+  // htmx settles a swapped card 20 ms after putting it in, and fires afterSettle on it.
+  // The live refresh (chat.js swapRun) may replace the card's whole run block in between:
+  // the card is then detached and its afterSettle never reaches the document. So listen on
+  // the card itself, from afterSwap (fired while it is still in the page).
+  document.addEventListener("htmx:afterSwap", (e) => {
+    const card = e.detail.elt || e.target;
+    card.addEventListener("htmx:afterSettle", () => afterSwap(card), { once: true });
+  });
   document.addEventListener("DOMContentLoaded", () => openModal(document));
   window.agentsiteCards = { init: (root) => { initAll(root); openModal(root); }, focusNextPending };
 })();

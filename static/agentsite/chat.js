@@ -24,7 +24,6 @@
   "use strict";
   const chat = document.getElementById("chat");
   if (!chat || !window.agentsiteEvents) return;
-  const base = chat.dataset.baseUrl;
   const runId = chat.dataset.runId;
   const byId = (id) => document.getElementById(id);
   const STATUS = { queued: "Queued", running: "Running", paused: "Paused", resuming: "Resuming",
@@ -85,7 +84,10 @@
   }
 
   async function swapRun(id, focus) {
-    const fresh = (await fetchHtml(base + "runs/" + id + "/")).querySelector(".run");
+    // The run's block says where it is served (pages:run): every run refreshed is on the page.
+    const shown = byId("run-" + id);
+    if (!shown || !shown.dataset.url) return;
+    const fresh = (await fetchHtml(shown.dataset.url)).querySelector(".run");
     if (!fresh) return;
     const old = byId("run-" + id);
     const newCards = [];
@@ -141,7 +143,7 @@
 
   async function swapComposer() {
     const box = byId("composer-box");
-    const fragment = await fetchHtml(base + "composer/");
+    const fragment = await fetchHtml(chat.dataset.composerUrl);
     const typed = byId("composer-input") && byId("composer-input").value;
     box.replaceChildren(fragment);
     const input = byId("composer-input");

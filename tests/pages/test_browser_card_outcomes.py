@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.pages.test_browser import PENDING, start_chat
@@ -28,11 +27,6 @@ def _focused_card(page: Page) -> str:
                          " document.activeElement.dataset.interruptId : ''")
 
 
-# Intermittent (about 1 run in 5 on this 2-core machine, before and after the streams
-# refactor): the focus is sometimes not on the next card within 15 s of the htmx answer, a
-# race with the live refresh (static/agentsite/chat.js swapRun) not yet found. Not strict,
-# so a failure is reported (XFAIL) without failing the suite; a pass shows as XPASS.
-@pytest.mark.xfail(strict=False, reason="intermittent focus race after an htmx answer")
 def test_answer_moves_focus_to_the_next_pending_card_and_chips_tell_what_ran(login_as, shot):
     page = login_as("owner", viewport=TALL)
     start_chat(page, "adopter_per_call")
@@ -50,6 +44,7 @@ def test_answer_moves_focus_to_the_next_pending_card_and_chips_tell_what_ran(log
     delete.locator("button[value=reject]").click()
     expect(page.locator(CARD)).to_have_count(1)
     page.wait_for_function(f"() => document.activeElement.dataset.interruptId === '{email_id}'")
+    shot(page, "focus-after-htmx-answer")
     page.keyboard.press("Tab")  # the next Tab lands inside that card, not at the page's top
     assert page.evaluate("() => !!document.activeElement.closest("
                          f"'[data-interrupt-id=\"{email_id}\"]')")

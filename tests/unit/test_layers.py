@@ -57,8 +57,9 @@ NOT_LAYERED = ("tests", "bench")
 # Tasks a lower layer may enqueue by name although they run in a higher one: a message on
 # commit, never an import or a call (the sender loads no code of that layer).
 ENQUEUED_UPWARD = {
-    # run_start / decision_submit hand a run's next segment to the Celery worker (design:
-    # Flow 1 and 4): the one entry point of execution.
+    # run_start and run_resume (an answer that completes the questions) hand a run's next
+    # segment to the Celery worker (runs.services.run_enqueue): the one entry point of
+    # execution.
     "runs.tasks.run_execute": "services enqueue the worker's segment task on commit",
 }
 

@@ -47,6 +47,7 @@ FORBIDDEN = [
     "agents.showcase",
     "agents.approvals",
     "agents.tasklist",
+    "agents.tasklist_plan",
     "agents.assistant",
     "agents.assistant_offline",
     "agents.stock",

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
@@ -35,6 +35,7 @@ from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
+from runs.sql import Write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,8 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     """
     now = timezone.now()
     with transaction.atomic():
-        _commit_without_flush()
-        run = run_locked(uuid.UUID(str(run_id)))
+        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why).
+        run = run_lock(uuid.UUID(str(run_id)), claim=True)
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
@@ -149,15 +150,6 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                                      if a.status == AgentInterrupt.Status.DECIDED),
                    lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1,
                    stream_modes=tuple(run.stream_modes or ()))
-
-
-def _commit_without_flush() -> None:
-    # The claim's commit need not wait for the WAL flush (~4 ms here): a claim lost with a
-    # Postgres crash leaves the run unclaimed, as if the task had not started, and the
-    # unacked task claims it again. The segment's synchronous pause / finish commit
-    # flushes it (WAL is flushed in order). Other commits stay synchronous.
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def lease_lapsed(run: AgentRun, now: datetime) -> bool:
@@ -238,14 +230,16 @@ def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
     return run
 
 
-def _close_segment(run: AgentRun, segment: Segment, text: str,
-                   audits: list[AuditLog]) -> list[Any]:
-    """Mark the answers applied and append the segment's text; return the conversation's
-    messages as this transaction leaves them (rows with ``id``, ``role``, ``content``:
-    what ``MESSAGES_SNAPSHOT`` shows, without building model instances)."""
+def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog],
+                   writes: list[Write]) -> list[Any]:
+    """Mark the answers applied (their UPDATE to ``writes``, for the run's status change
+    to send) and append the segment's text; return the conversation's messages as this
+    transaction leaves them (rows with ``id``, ``role``, ``content``: what
+    ``MESSAGES_SNAPSHOT`` shows, without building model instances)."""
     now = timezone.now()
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
-                                decided_ids=segment.decided_ids, now=now, audits=audits)
+                                decided_ids=segment.decided_ids, now=now, audits=audits,
+                                writes=writes)
     if text and run.assistant_message_id:
         # Output after a resume continues the run's original assistant message: one
         # UPDATE appending in the database, no read-modify-write to race.
@@ -272,9 +266,11 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits)
+        writes: list[Write] = []
+        messages = _close_segment(run, segment, text, audits, writes)
         rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits)
-        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
+        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits,
+                       also=writes)
         events.extend(outcomes.segment_end(run, state=state, messages=messages,
                                            pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
@@ -296,12 +292,13 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
         # Registered first, as in ``run_pause``: before the run-finished notice's task.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits)
+        writes: list[Write] = []
+        messages = _close_segment(run, segment, text, audits, writes)
         run.result = result
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
-                       audits=audits, notify=notify.anyone_for_end(run))
+                       audits=audits, notify=notify.anyone_for_end(run), also=writes)
         events.extend(outcomes.segment_end(run, state=state, messages=messages))
         if status != Status.COMPLETED:
             history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)

@@ -27,6 +27,7 @@ from runs.services import (
     run_enqueue_on_commit,
     run_transition,
 )
+from runs.sql import Write, writes_together
 from streams.publish import notify_user_on_commit
 
 
@@ -74,14 +75,15 @@ def _cancelled(row: AgentInterrupt) -> Any:
 
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
                      decided_ids: tuple[str, ...], now: datetime,
-                     audits: list[AuditLog]) -> None:
+                     audits: list[AuditLog], writes: list[Write]) -> None:
     """The segment that resumed with these answers ended: mark them applied (their audit
-    rows go to ``audits``, for the caller's one INSERT). ``decided_ids``: those of them
-    answered, not cancelled, as the claim read them. Caller holds the run's lock, under
-    which only this segment's end changes them."""
+    rows go to ``audits``, their UPDATE to ``writes``, for the caller's one statement).
+    ``decided_ids``: those of them answered, not cancelled, as the claim read them. Caller
+    holds the run's lock, under which only this segment's end changes them."""
     if not interrupt_ids:
         return
-    interrupts_mark_applied(run=run, interrupt_ids=decided_ids, now=now, audits=audits)
+    interrupts_mark_applied(run=run, interrupt_ids=decided_ids, now=now, audits=audits,
+                            writes=writes)
     cancelled = [i for i in interrupt_ids if i not in decided_ids]
     if cancelled:  # cancelled answers: applied, status kept (no transition)
         AgentInterrupt.objects.filter(run=run, applied_at__isnull=True,
@@ -219,9 +221,10 @@ def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "",
         run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
     if used:
         audits: list[AuditLog] = []
+        writes: list[Write] = []
         interrupts_mark_applied(run=run, interrupt_ids=[i.interrupt_id for i in decided],
-                                now=timezone.now(), audits=audits)
-        audits_save(audits)
+                                now=timezone.now(), audits=audits, writes=writes)
+        writes_together(writes=writes, audits=audits)
         return len(decided)
     for item in decided:
         interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,

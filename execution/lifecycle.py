@@ -17,8 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Concat
+from django.db.models import F
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
@@ -35,7 +34,7 @@ from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
-from runs.sql import Write, run_lock
+from runs.sql import Write, append_write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -240,13 +239,17 @@ def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[Audi
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits,
                                 writes=writes)
+    messages = list(Message.objects.filter(conversation_id=run.conversation_id)
+                    .values_list("id", "role", "content", named=True))
     if text and run.assistant_message_id:
-        # Output after a resume continues the run's original assistant message: one
-        # UPDATE appending in the database, no read-modify-write to race.
-        Message.objects.filter(pk=run.assistant_message_id).update(
-            content=Concat(F("content"), Value(text)), updated_at=now)
-    return list(Message.objects.filter(conversation_id=run.conversation_id)
-                .values_list("id", "role", "content", named=True))
+        # Output after a resume continues the run's original assistant message: an UPDATE
+        # appending in the database (no read-modify-write to race), sent with the run's
+        # status change (``writes``). The list shows it as that leaves it: under the run's
+        # lock only this run's segments write its assistant message.
+        writes.append(append_write(message_id=run.assistant_message_id, text=text, now=now))
+        messages = [m._replace(content=m.content + text)
+                    if m.id == run.assistant_message_id else m for m in messages]
+    return messages
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
@@ -268,7 +271,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         audits: list[AuditLog] = []
         writes: list[Write] = []
         messages = _close_segment(run, segment, text, audits, writes)
-        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits)
+        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
+                                          writes=writes)
         run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits,
                        also=writes)
         events.extend(outcomes.segment_end(run, state=state, messages=messages,

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connection
 
-from runs.models import AgentRun, AuditLog
+from runs.models import AgentRun, AuditLog, Message
 
 _RUN = AgentRun._meta
 _RUN_FIELDS = _RUN.concrete_fields
@@ -81,6 +81,22 @@ def update_of(obj: Any, fields: Sequence[str]) -> Write:
             f"WHERE {_q(meta.pk.column)} = %s", params)
 
 
+def insert_of(objs: Sequence[Any]) -> Write:
+    """The INSERT of new rows of one model whose primary keys are set already (a UUID
+    default), with every concrete field as ``bulk_create`` sends it, to run with others in
+    one statement (``writes_together``). Foreign keys are checked at commit (Django makes
+    them deferrable), so the rows may go in after rows that point at them."""
+    meta = objs[0]._meta
+    fields = meta.concrete_fields
+    params: list[Any] = []
+    rows = []
+    for obj in objs:
+        rows.append("(" + ", ".join(["%s"] * len(fields)) + ")")
+        params.extend(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields)
+    columns = ", ".join(_q(f.column) for f in fields)
+    return f"INSERT INTO {_q(meta.db_table)} ({columns}) VALUES {', '.join(rows)}", params
+
+
 def writes_together(*, writes: Sequence[Write] = (), audits: Sequence[AuditLog] = ()) -> None:
     """``writes`` and the INSERT of ``audits`` (in order) in ONE statement: a status change
     and its audit rows commit together, as they must, for one round trip. Each write
@@ -118,3 +134,15 @@ def run_update(*, run: AgentRun, fields: Sequence[str], audits: Sequence[AuditLo
     the transaction's other writes (``also``) and its ``audits``, in ONE statement
     (``writes_together``). Caller holds the run's row lock (``run_lock``)."""
     writes_together(writes=[*also, update_of(run, fields)], audits=audits)
+
+
+# Text appended to a run's assistant message at a segment's end, in the database (no
+# read-modify-write). Under the run's row lock (the pause / finish holds it): only the
+# run's own segments write its assistant message, one at a time.
+APPEND_SQL = (f"UPDATE {_q(Message._meta.db_table)} SET content = content || %s, "
+              "updated_at = %s WHERE id = %s")
+
+
+def append_write(*, message_id: Any, text: str, now: Any) -> Write:
+    """The UPDATE that appends ``text`` to the message."""
+    return APPEND_SQL, [text, now, message_id]

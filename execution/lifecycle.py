@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.aggregates import JSONBAgg
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, JSONField, OuterRef, Subquery
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
@@ -212,12 +215,25 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
+# A segment's end reads its conversation's messages with the run's lock, in the lock's
+# statement (for MESSAGES_SNAPSHOT; one round trip fewer), in the messages' order.
+CONVERSATION_MESSAGES = Subquery(
+    Message.objects.filter(conversation_id=OuterRef("conversation_id")).order_by()
+    .values("conversation_id")
+    .annotate(rows=JSONBAgg(JSONObject(id="id", role="role", content="content"),
+                            order_by=("created_at", "id")))
+    .values("rows"), output_field=JSONField())
+# One of them: what ``agui.events.messages_snapshot`` reads.
+MessageRow = namedtuple("MessageRow", "id role content")
+
+
 def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
     """Lock the segment's run, annotated with ``facts`` (what the notifications need to
     know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
     whether its end does); None when the segment no longer holds it."""
     try:
-        run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**facts)
+        run = (AgentRun.objects.select_for_update(of=("self",))
+               .annotate(**facts, conversation_messages=CONVERSATION_MESSAGES)
                .get(pk=uuid.UUID(segment.run_id)))
     except AgentRun.DoesNotExist:
         raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone") from None
@@ -239,8 +255,8 @@ def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[Audi
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
                                 decided_ids=segment.decided_ids, now=now, audits=audits,
                                 writes=writes)
-    messages = list(Message.objects.filter(conversation_id=run.conversation_id)
-                    .values_list("id", "role", "content", named=True))
+    messages = [MessageRow(uuid.UUID(m["id"]), m["role"], m["content"])
+                for m in run.conversation_messages or ()]
     if text and run.assistant_message_id:
         # Output after a resume continues the run's original assistant message: an UPDATE
         # appending in the database (no read-modify-write to race), sent with the run's

@@ -66,13 +66,11 @@ Write = tuple[str, list[Any]]
 
 
 def update_of(obj: Any, fields: Sequence[str]) -> Write:
-    """The UPDATE that ``obj.save(update_fields=fields)`` sends (``auto_now`` fields
-    included), to run with others in one statement (``writes_together``)."""
+    """The UPDATE that ``obj.save(update_fields=fields)`` sends (an ``auto_now`` field is
+    set when listed, as there), to run with others in one statement (``writes_together``)."""
     meta = obj._meta
-    names = list(dict.fromkeys([*fields, *(f.name for f in meta.concrete_fields
-                                           if getattr(f, "auto_now", False))]))
     sets, params = [], []
-    for name in names:
+    for name in dict.fromkeys(fields):
         field = meta.get_field(name)
         sets.append(f"{_q(field.column)} = %s")
         params.append(field.get_db_prep_save(field.pre_save(obj, False), connection))
@@ -133,7 +131,7 @@ def run_update(*, run: AgentRun, fields: Sequence[str], audits: Sequence[AuditLo
     """Write ``fields`` of the locked ``run`` (``updated_at`` with them, as ``save`` does),
     the transaction's other writes (``also``) and its ``audits``, in ONE statement
     (``writes_together``). Caller holds the run's row lock (``run_lock``)."""
-    writes_together(writes=[*also, update_of(run, fields)], audits=audits)
+    writes_together(writes=[*also, update_of(run, [*fields, "updated_at"])], audits=audits)
 
 
 # Text appended to a run's assistant message at a segment's end, in the database (no

@@ -93,11 +93,13 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "agentsite.csp.ContentSecurityPolicyMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, CSRF, auth and messages middleware, which a token-authenticated
+    # /api/, /agui/ or LangGraph API request goes around (agentsite.browser_middleware).
+    "agentsite.browser_middleware.Sessions",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "agentsite.browser_middleware.Csrf",
+    "agentsite.browser_middleware.Authentication",
+    "agentsite.browser_middleware.Messages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Pages and admin: NUL, lone surrogates, oversized fields, bad action ids -> 400.
     "agentsite.form_guard.FormGuardMiddleware",

@@ -8,9 +8,9 @@ before and after the graph step.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.exceptions
@@ -39,9 +39,6 @@ FINAL_STATUSES = {"completed", "rejected", "blocked", "cancelled"}
 # The key under which LangGraph hands out the questions a run stopped on (as in the
 # result of ``invoke``).
 INTERRUPT_KEY = "__interrupt__"
-# Tests only (tests/faults/test_lost_final_message.py): seconds a worker waits between
-# the graph's last checkpoint and the segment's end, so that a test can kill it there.
-HOLD_SEGMENT_END = float(os.environ.get("AGENTSITE_TEST_HOLD_SEGMENT_END") or 0)
 
 
 def execute(segment: Segment, lost: threading.Event | None = None,
@@ -72,15 +69,34 @@ def execute(segment: Segment, lost: threading.Event | None = None,
 
 def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter,
              stop: StopWatch | None = None) -> None:
-    """Run the graph from the segment's start (or resume) until it pauses or ends.
-
-    Between graph steps it checks that the run is still ours (``lost``: set by the
-    lease's heartbeat; and a look at the run before a step, at most every
-    ``AGENTSITE_CANCEL_CHECK_SECONDS``): a cancelled run stops there, cooperatively,
-    instead of calling more tools. Steps closer together than that go unchecked: the
-    pause / finish transaction sees a cancel under the run's lock all the same.
-    """
+    """Run the graph from the segment's start (or resume) until it pauses or ends:
+    prepare (graph, config, input, the segment's first events), stream, record."""
     timing.mark(segment.run_id, "claimed")  # benchmarks only (off by default)
+    run = _prepare(segment, usage)
+    if _stream(run, segment, _Ownership(segment, lost, stop)):
+        _record(run, segment, usage)
+
+
+@dataclass
+class _Run:
+    """What a segment's stream and its record share."""
+
+    graph: Any
+    config: dict[str, Any]
+    graph_input: Any
+    messages_mode: str
+    out: _Publisher
+    mapper: EventMapper
+    # The LangGraph modes the run's client asked for, published as RAW events.
+    asked: StreamModes
+    end: _End = field(default_factory=lambda: _End())
+    # The cancel a question's format raised (``hitl.kinds.HitlCancelled``), if any.
+    cancelled: HitlCancelled | None = None
+
+
+def _prepare(segment: Segment, usage: UsageCounter) -> _Run:
+    """The graph, its config and input; the segment's first events sent (RUN_STARTED,
+    or a takeover's catch-up), and a run's start's unanswered tool calls answered."""
     graph = graphs.compiled(segment.agent)
     agent = registry.get(segment.agent)
     # Messages: as a model streams them, or whole from each node's update.
@@ -98,34 +114,40 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         left = recovery.lost_work(graph.checkpointer, thread_id=segment.thread_id, tag=tag,
                                   everywhere=messages_mode == "messages")
     graph_input = _graph_input(graph, config, segment, left)
-
-    out = _Publisher(segment.run_id, segment.lease)
-    mapper = EventMapper(segment.assistant_message_id)
+    run = _Run(graph=graph, config=config, graph_input=graph_input,
+               messages_mode=messages_mode, out=_Publisher(segment.run_id, segment.lease),
+               mapper=EventMapper(segment.assistant_message_id),
+               asked=StreamModes(segment.stream_modes))
     if segment.takeover:
-        out.send(_take_over(segment, mapper, left))
+        run.out.send(_take_over(segment, run.mapper, left))
     else:
         # At once, not with the first step's events: those come after LangGraph has read
         # the checkpoint and planned the step, and a held RUN_STARTED waited for them.
-        out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
+        run.out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
     if graph_input is not None and graph_input is segment.initial_state:
         # A run's start: answer the tool calls an earlier run left unanswered, before
         # the model sees the thread (after RUN_STARTED: it holds no event back).
         history.repair_at_start(graph, run_id=segment.run_id, thread_id=segment.thread_id)
-    cancelled: HitlCancelled | None = None
-    stopped = False
-    ours = _Ownership(segment, lost, stop)
-    end = _End()
-    own = ["tasks", messages_mode, "values"]
-    # The LangGraph modes the run's client asked for, published as RAW events.
-    asked = StreamModes(segment.stream_modes)
+    return run
+
+
+def _stream(run: _Run, segment: Segment, ours: _Ownership) -> bool:
+    """Stream the graph, publishing the mapped events. False when the segment stopped
+    because the run is no longer ours (cancelled, or taken over): nothing to record.
+
+    Before each step it checks that the run is still ours (``ours``): a cancelled run
+    stops there, cooperatively, instead of calling more tools. Steps closer together
+    than ``AGENTSITE_CANCEL_CHECK_SECONDS`` go unchecked: the pause / finish
+    transaction sees a cancel under the run's lock all the same."""
+    own = ["tasks", run.messages_mode, "values"]
+    modes = own + [m for m in run.asked.graph_modes() if m not in own]
+    end = run.end
     try:
-        for mode, part in graph.stream(graph_input, config,
-                                       stream_mode=own + [m for m in asked.graph_modes()
-                                                          if m not in own],
-                                       durability=settings.AGENTSITE_GRAPH_DURABILITY):
-            raw = asked.events(mode, part)
+        for mode, part in run.graph.stream(run.graph_input, run.config, stream_mode=modes,
+                                           durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            raw = run.asked.events(mode, part)
             if raw:
-                out.send(raw)
+                run.out.send(raw)
             if mode == "values":
                 end.on_values(part)
                 continue
@@ -134,51 +156,52 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
             if mode == "tasks":
                 if "input" in part and not ours.still():
                     raise SegmentLost()  # before the step starts: it runs nothing
-                events = mapper.on_task(part)
+                events = run.mapper.on_task(part)
             elif mode == "updates":
-                events = mapper.on_update(part)
+                events = run.mapper.on_update(part)
             else:
                 message, _meta = part
-                events = mapper.on_message(message)
+                events = run.mapper.on_message(message)
             if events:
-                out.send(events)
+                run.out.send(events)
     except HitlCancelled as exc:
-        cancelled = exc
+        run.cancelled = exc
+        return True
     except (SegmentLost, calls.CallAborted):
-        stopped = True
-    except BaseException:
-        # Close whatever is open even on error: the protocol wants everything closed.
-        out.send(mapper.close_all())
-        raise
-
-    if stopped:
         # Cancelled: the cancel ended the AG-UI run. Taken over: the new owner goes on in
         # it and closes what we left open (execution.recovery). Either way the event
         # store no longer takes our events (the fence).
         log.info("run %s: segment stopped, the run is no longer ours", segment.run_id)
-        return
-    # The closing events go out with the segment's end, on its commit (or now, below,
-    # when the end was not ours to write).
-    closing = mapper.close_all()
-    if cancelled is not None:
+        return False
+    except BaseException:
+        # Close whatever is open even on error: the protocol wants everything closed.
+        run.out.send(run.mapper.close_all())
+        raise
+    return True
+
+
+def _record(run: _Run, segment: Segment, usage: UsageCounter) -> None:
+    """The segment's end in the business rows: cancelled, paused on its questions, or
+    finished; its closing events go out on that commit (or not at all, when the end was
+    not ours to write)."""
+    closing = run.mapper.close_all()
+    if run.cancelled is not None:
         ended = lifecycle.run_finish(
-            segment=segment, status="cancelled", result=None, text=mapper.text, state={},
-            reason=str(cancelled), before=closing, tokens=usage.tokens())
+            segment=segment, status="cancelled", result=None, text=run.mapper.text,
+            state={}, reason=str(run.cancelled), before=closing, tokens=usage.tokens())
         _segment_ended(segment, usage, ended)
         return
-    if HOLD_SEGMENT_END:
-        time.sleep(HOLD_SEGMENT_END)
-    values, raised = end.result(graph, config)
+    values, raised = run.end.result(run.graph, run.config)
     timing.mark(segment.run_id, "graph_done")  # benchmarks only (off by default)
     state = state_without_messages(values)
     pending = [PendingInterrupt(interrupt_id=i.id, request=_as_json(i.value),
                                 response_schema=_as_json(i.response_schema),
                                 args_schemas=tool_schemas.for_question(
-                                    graph, i.value, i.response_schema))
+                                    run.graph, i.value, i.response_schema))
                for i in raised]
     if pending:
         ended = lifecycle.run_pause(
-            segment=segment, interrupts_raised=pending, text=mapper.text, state=state,
+            segment=segment, interrupts_raised=pending, text=run.mapper.text, state=state,
             before=closing, tokens=usage.tokens())
         _segment_ended(segment, usage, ended)
         return
@@ -187,7 +210,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
         raise ValueError(f"graph ended with outcome {status!r}; expected one of {FINAL_STATUSES}")
     ended = lifecycle.run_finish(
         segment=segment, status=status, result=json_state({"r": values.get("result")})["r"],
-        text=mapper.text, state=state, reason=str(values.get("outcome_reason") or ""),
+        text=run.mapper.text, state=state, reason=str(values.get("outcome_reason") or ""),
         before=closing, tokens=usage.tokens())
     _segment_ended(segment, usage, ended)
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Value
-from django.db.models.functions import Concat
+from django.contrib.postgres.aggregates import JSONBAgg
+from django.db import transaction
+from django.db.models import F, JSONField, OuterRef, Subquery
+from django.db.models.functions import JSONObject
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
@@ -35,6 +37,7 @@ from hitl.selectors import can_decide
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
+from runs.sql import Write, append_write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -97,8 +100,8 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     """
     now = timezone.now()
     with transaction.atomic():
-        _commit_without_flush()
-        run = run_locked(uuid.UUID(str(run_id)))
+        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why).
+        run = run_lock(uuid.UUID(str(run_id)), claim=True)
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
@@ -149,15 +152,6 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                                      if a.status == AgentInterrupt.Status.DECIDED),
                    lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1,
                    stream_modes=tuple(run.stream_modes or ()))
-
-
-def _commit_without_flush() -> None:
-    # The claim's commit need not wait for the WAL flush (~4 ms here): a claim lost with a
-    # Postgres crash leaves the run unclaimed, as if the task had not started, and the
-    # unacked task claims it again. The segment's synchronous pause / finish commit
-    # flushes it (WAL is flushed in order). Other commits stay synchronous.
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 def lease_lapsed(run: AgentRun, now: datetime) -> bool:
@@ -221,12 +215,25 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
+# A segment's end reads its conversation's messages with the run's lock, in the lock's
+# statement (for MESSAGES_SNAPSHOT; one round trip fewer), in the messages' order.
+CONVERSATION_MESSAGES = Subquery(
+    Message.objects.filter(conversation_id=OuterRef("conversation_id")).order_by()
+    .values("conversation_id")
+    .annotate(rows=JSONBAgg(JSONObject(id="id", role="role", content="content"),
+                            order_by=("created_at", "id")))
+    .values("rows"), output_field=JSONField())
+# One of them: what ``agui.events.messages_snapshot`` reads.
+MessageRow = namedtuple("MessageRow", "id role content")
+
+
 def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
     """Lock the segment's run, annotated with ``facts`` (what the notifications need to
     know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
     whether its end does); None when the segment no longer holds it."""
     try:
-        run = (AgentRun.objects.select_for_update(of=("self",)).annotate(**facts)
+        run = (AgentRun.objects.select_for_update(of=("self",))
+               .annotate(**facts, conversation_messages=CONVERSATION_MESSAGES)
                .get(pk=uuid.UUID(segment.run_id)))
     except AgentRun.DoesNotExist:
         raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone") from None
@@ -238,21 +245,27 @@ def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
     return run
 
 
-def _close_segment(run: AgentRun, segment: Segment, text: str,
-                   audits: list[AuditLog]) -> list[Any]:
-    """Mark the answers applied and append the segment's text; return the conversation's
-    messages as this transaction leaves them (rows with ``id``, ``role``, ``content``:
-    what ``MESSAGES_SNAPSHOT`` shows, without building model instances)."""
+def _close_segment(run: AgentRun, segment: Segment, text: str, audits: list[AuditLog],
+                   writes: list[Write]) -> list[Any]:
+    """Mark the answers applied (their UPDATE to ``writes``, for the run's status change
+    to send) and append the segment's text; return the conversation's messages as this
+    transaction leaves them (rows with ``id``, ``role``, ``content``: what
+    ``MESSAGES_SNAPSHOT`` shows, without building model instances)."""
     now = timezone.now()
     interrupts.interrupts_apply(run=run, interrupt_ids=segment.interrupt_ids,
-                                decided_ids=segment.decided_ids, now=now, audits=audits)
+                                decided_ids=segment.decided_ids, now=now, audits=audits,
+                                writes=writes)
+    messages = [MessageRow(uuid.UUID(m["id"]), m["role"], m["content"])
+                for m in run.conversation_messages or ()]
     if text and run.assistant_message_id:
-        # Output after a resume continues the run's original assistant message: one
-        # UPDATE appending in the database, no read-modify-write to race.
-        Message.objects.filter(pk=run.assistant_message_id).update(
-            content=Concat(F("content"), Value(text)), updated_at=now)
-    return list(Message.objects.filter(conversation_id=run.conversation_id)
-                .values_list("id", "role", "content", named=True))
+        # Output after a resume continues the run's original assistant message: an UPDATE
+        # appending in the database (no read-modify-write to race), sent with the run's
+        # status change (``writes``). The list shows it as that leaves it: under the run's
+        # lock only this run's segments write its assistant message.
+        writes.append(append_write(message_id=run.assistant_message_id, text=text, now=now))
+        messages = [m._replace(content=m.content + text)
+                    if m.id == run.assistant_message_id else m for m in messages]
+    return messages
 
 
 def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], text: str,
@@ -272,9 +285,12 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
         # Registered first: the segment's end goes out before the notices and tasks below.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits)
-        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits)
-        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits)
+        writes: list[Write] = []
+        messages = _close_segment(run, segment, text, audits, writes)
+        rows = interrupts.interrupts_open(run=run, requests=requests, audits=audits,
+                                          writes=writes)
+        run_transition(run=run, to=Status.PAUSED, fields=LEASE_FIELDS, audits=audits,
+                       also=writes)
         events.extend(outcomes.segment_end(run, state=state, messages=messages,
                                            pending=rows))
         # Standing approvals answered every question: resume (enqueued after the events).
@@ -296,12 +312,13 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
         # Registered first, as in ``run_pause``: before the run-finished notice's task.
         events = publish_on_commit(run.id, before)
         audits: list[AuditLog] = []
-        messages = _close_segment(run, segment, text, audits)
+        writes: list[Write] = []
+        messages = _close_segment(run, segment, text, audits, writes)
         run.result = result
         if reason:
             run.error = reason
         run_transition(run=run, to=status, fields=("result", "error", *LEASE_FIELDS),
-                       audits=audits, notify=notify.anyone_for_end(run))
+                       audits=audits, notify=notify.anyone_for_end(run), also=writes)
         events.extend(outcomes.segment_end(run, state=state, messages=messages))
         if status != Status.COMPLETED:
             history.repair_on_commit(run)  # tool calls it left unanswered (execution.history)

@@ -27,7 +27,8 @@ from hitl.selectors import ASSIGNMENT_IDS, can_decide
 from hitl.transitions import Pending, interrupt_transition
 from runs import registry
 from runs.models import AgentRun, AuditLog
-from runs.services import audit, audits_save, run_locked, run_resume
+from runs.services import audit, run_locked, run_resume
+from runs.sql import Write, writes_together
 from streams.publish import notify_user_on_commit
 
 
@@ -226,6 +227,7 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
     """Store the decisions; when none of the run's interrupts is left pending, resume."""
     now = timezone.now()
     audits: list[AuditLog] = []
+    writes: list[Write] = []  # the decided rows' UPDATEs, sent with the audit rows
     for answer in answers:
         row = rows[answer.interrupt_id]
         if answer.status == "resolved" and row.required_approvals > 1:
@@ -239,11 +241,12 @@ def _record(run: AgentRun, rows: dict[str, AgentInterrupt], answers: list[Answer
             to=(AgentInterrupt.Status.CANCELLED if answer.status == "cancelled"
                 else AgentInterrupt.Status.DECIDED),
             payload=row.decision, fields=("decision", "decided_by", "decided_at"),
-            audits=audits)
+            audits=audits, writes=writes)
+    # One statement: the decisions, their audit rows (and the run's resume).
     if not any(r.status == Pending for r in rows.values()):
-        run_resume(run=run, actor=actor, surface=surface, audits=audits)
+        run_resume(run=run, actor=actor, surface=surface, audits=audits, also=writes)
     else:
-        audits_save(audits)
+        writes_together(writes=writes, audits=audits)
 
 
 def _vote(run: AgentRun, row: AgentInterrupt, payload: Any, *, actor: Any,

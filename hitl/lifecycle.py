@@ -27,6 +27,7 @@ from runs.services import (
     run_enqueue_on_commit,
     run_transition,
 )
+from runs.sql import Write, insert_of, writes_together
 from streams.publish import notify_user_on_commit
 
 
@@ -74,14 +75,15 @@ def _cancelled(row: AgentInterrupt) -> Any:
 
 def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
                      decided_ids: tuple[str, ...], now: datetime,
-                     audits: list[AuditLog]) -> None:
+                     audits: list[AuditLog], writes: list[Write]) -> None:
     """The segment that resumed with these answers ended: mark them applied (their audit
-    rows go to ``audits``, for the caller's one INSERT). ``decided_ids``: those of them
-    answered, not cancelled, as the claim read them. Caller holds the run's lock, under
-    which only this segment's end changes them."""
+    rows go to ``audits``, their UPDATE to ``writes``, for the caller's one statement).
+    ``decided_ids``: those of them answered, not cancelled, as the claim read them. Caller
+    holds the run's lock, under which only this segment's end changes them."""
     if not interrupt_ids:
         return
-    interrupts_mark_applied(run=run, interrupt_ids=decided_ids, now=now, audits=audits)
+    interrupts_mark_applied(run=run, interrupt_ids=decided_ids, now=now, audits=audits,
+                            writes=writes)
     cancelled = [i for i in interrupt_ids if i not in decided_ids]
     if cancelled:  # cancelled answers: applied, status kept (no transition)
         AgentInterrupt.objects.filter(run=run, applied_at__isnull=True,
@@ -89,13 +91,16 @@ def interrupts_apply(*, run: AgentRun, interrupt_ids: tuple[str, ...],
 
 
 def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
-                    audits: list[AuditLog] | None = None) -> list[AgentInterrupt]:
+                    audits: list[AuditLog] | None = None,
+                    writes: list[Write] | None = None) -> list[AgentInterrupt]:
     """Store the graph's new questions ``[(interrupt id, value[, response_schema[,
     args_schemas]])]`` as pending rows: the raw value verbatim, its format (recognised
     once, here), its schema and its tools' argument schemas,
     with their policy (the request's over the agent's); standing approvals answer
     matching ones at once. Caller (``execution.lifecycle.run_pause``) holds the run's lock; given
-    ``audits``, it inserts the audit rows added there (else they are inserted here)."""
+    ``audits``, it inserts the audit rows added there (else they are inserted here); given
+    ``writes``, the rows' INSERT goes there, for the caller's one statement with the run's
+    status change (unless a policy assigns them: their assignments need the rows)."""
     own_audits = audits is None
     audits = [] if audits is None else audits
     spec = registry.get(run.agent)
@@ -108,8 +113,13 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
                             payload=row.request) for row in rows)
     # Before the INSERT: a question a standing approval answers goes in answered.
     _standing_approvals(run, rows, now, audits)
-    # One INSERT (``raised_again_refused`` names the error if a row exists already).
-    AgentInterrupt.objects.bulk_create(rows)
+    # One INSERT (``raised_again_refused`` names the error if a row exists already); in the
+    # caller's statement when nothing below needs the rows in the table first (their
+    # notification's foreign key is checked at commit).
+    if writes is not None and not any(rule.assignees or rule.groups for rule in rules):
+        writes.append(insert_of(rows))
+    else:
+        AgentInterrupt.objects.bulk_create(rows)
     assigned = set()
     for row, rule in opened:
         if _assign(row, rule):  # saved rows only: the assignments are relations
@@ -236,9 +246,10 @@ def interrupts_close_decided(*, run: AgentRun, actor: Any, surface: str = "",
         run=run, status=AgentInterrupt.Status.DECIDED, applied_at__isnull=True))
     if used:
         audits: list[AuditLog] = []
+        writes: list[Write] = []
         interrupts_mark_applied(run=run, interrupt_ids=[i.interrupt_id for i in decided],
-                                now=timezone.now(), audits=audits)
-        audits_save(audits)
+                                now=timezone.now(), audits=audits, writes=writes)
+        writes_together(writes=writes, audits=audits)
         return len(decided)
     for item in decided:
         interrupt_transition(run=run, row=item, to=AgentInterrupt.Status.CANCELLED,

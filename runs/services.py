@@ -23,6 +23,7 @@ from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.signals import run_finished
+from runs.sql import Write, run_lock, run_update
 from streams.publish import run_ended_on_commit
 
 log = logging.getLogger(__name__)
@@ -35,11 +36,7 @@ EXECUTE_TASK = "runs.tasks.run_execute"
 def run_locked(pk: Any) -> AgentRun | None:
     """The run ``pk``, its row locked until the caller's transaction ends (None: no such
     run): the first read of a decision's, a claim's and a cancel's transaction."""
-    try:
-        # get(), not first(): a primary-key lookup needs no ORDER BY compiled.
-        return AgentRun.objects.select_for_update().get(pk=pk)
-    except AgentRun.DoesNotExist:
-        return None
+    return run_lock(pk)  # plain SQL: the lock every segment pays (runs.sql)
 
 
 def _label(actor: Any) -> str:
@@ -77,21 +74,23 @@ def audits_save(rows: Sequence[AuditLog]) -> None:
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
                    fields: tuple[str, ...] = (), surface: str = "",
-                   audits: Sequence[AuditLog] = (), notify: bool = True) -> None:
+                   audits: Sequence[AuditLog] = (), notify: bool = True,
+                   also: Sequence[Write] = ()) -> None:
     """Move a locked run to ``to`` and record it. Caller holds the row lock.
 
     ``audits``: the transaction's other audit rows, inserted before the transition's own
-    in the same statement. ``notify``: False when the caller knows that nobody would be
-    told of the run's end (no notification task)."""
+    in the same statement; ``also``: its other UPDATEs, run in that statement too
+    (``runs.sql.writes_together``). ``notify``: False when the caller knows that nobody
+    would be told of the run's end (no notification task)."""
     before = run.status
     run.status = to
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
-    run.save(update_fields=["status", "finished_at", "updated_at", *fields,
-                            *_stale_cleared(run)])
-    audits_save([*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
-                                    from_status=before, to_status=to, payload=payload,
-                                    surface=surface)])
+    # One statement: the run's row and the audit rows (runs.sql).
+    run_update(run=run, fields=["status", "finished_at", *fields, *_stale_cleared(run)],
+               also=also, audits=[*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS,
+                                          actor=actor, from_status=before, to_status=to,
+                                          payload=payload, surface=surface)])
     if to in AgentRun.FINISHED:
         run_ended_on_commit(run.id)  # its event counter now expires with its events
     if to in AgentRun.FINISHED and notify:
@@ -131,16 +130,15 @@ def run_enqueue_on_commit(run: AgentRun, *, audits: Sequence[AuditLog] = ()) -> 
 
 
 def run_resume(*, run: AgentRun, actor: Any, surface: str,
-               audits: Sequence[AuditLog]) -> None:
+               audits: Sequence[AuditLog], also: Sequence[Write] = ()) -> None:
     """A locked paused run whose questions are all answered resumes: ``resuming`` (its
-    audit row inserted with ``audits``, the transaction's other rows), its next segment
-    enqueued on commit for a worker."""
+    audit row inserted with ``audits``, the transaction's other rows, and ``also``, its
+    other UPDATEs, in one statement), its next segment enqueued on commit for a worker."""
     rows = [*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=actor,
                                from_status=run.status, to_status=Status.RESUMING,
                                surface=surface)]
     run.status = Status.RESUMING
-    run.save(update_fields=["status", "updated_at"])
-    audits_save(rows)
+    run_update(run=run, fields=["status"], audits=rows, also=also)  # one statement (runs.sql)
     _enqueue_on_commit(run)
 
 

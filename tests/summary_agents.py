@@ -4,11 +4,18 @@ a worker lost between that step's checkpoint and the run's finish
 
 ``lost_summary`` (model_tokens) and ``lost_summary_updates`` (without): draft (writes
 "Draft for <topic>. ") → ask (one input question) → summarize (writes "Summary: <topic>
-is named <name>.") → end.
+is named <name>.") → linger → end.
+
+``linger`` writes nothing and sleeps ``LINGER_SECONDS`` (default 0) of the worker's
+environment: a worker started with it waits after the summary's checkpoint, before the
+segment's end, for the test to kill it there. The worker that takes the segment over
+runs ``linger`` again (without the wait) and has no text of its own to add.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
@@ -39,14 +46,20 @@ def summarize(state: SummaryState) -> dict[str, Any]:
     return {"messages": [AIMessage(content=text)], "result": {"summary": text}}
 
 
+def linger(state: SummaryState) -> dict[str, Any]:
+    time.sleep(float(os.environ.get("LINGER_SECONDS") or 0))
+    return {}
+
+
 def build() -> StateGraph:
     graph = StateGraph(SummaryState)
-    for node in (draft, ask, summarize):
+    for node in (draft, ask, summarize, linger):
         graph.add_node(node.__name__, node)
     graph.add_edge(START, "draft")
     graph.add_edge("draft", "ask")
     graph.add_edge("ask", "summarize")
-    graph.add_edge("summarize", END)
+    graph.add_edge("summarize", "linger")
+    graph.add_edge("linger", END)
     return graph
 
 

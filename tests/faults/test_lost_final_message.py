@@ -1,7 +1,8 @@
-"""A worker SIGKILLed after the last step's checkpoint and before the run's finish: the
-worker that takes the segment over has nothing left to run, yet the run ends with its
-final text (read back from the checkpoints the lost worker wrote), in the assistant
-message, the REST messages and the AG-UI events. Without it the run completed with an
+"""A worker SIGKILLed after the final text's checkpoint and before the run's finish (in
+the agent's last step, ``linger``, which writes nothing): the worker that takes the
+segment over has no text of its own to add, yet the run ends with its final text (read
+back from the checkpoints the lost worker wrote), in the assistant message, the REST
+messages and the AG-UI events. Without it the run completed with an
 empty message (issue 27, finding 2).
 
 And a later run on a conversation's thread whose worker died before its first
@@ -25,7 +26,7 @@ from tests.helpers import answer, published_events, start_run, wait_run
 pytestmark = pytest.mark.django_db(transaction=True)
 cluster = pytest.fixture(name="cluster")(cluster_fixture)
 
-HOLD = "AGENTSITE_TEST_HOLD_SEGMENT_END"
+HOLD = "LINGER_SECONDS"  # tests/summary_agents.py: its last step waits that long
 SUMMARY = "Summary: tide is named Ada."
 
 
@@ -44,7 +45,7 @@ def test_worker_killed_before_the_finish_the_takeover_keeps_the_final_text(
     run = wait_run(api, run["id"], "paused")
     first.stop()  # idle: the held worker below takes the resume
     env = c.env
-    c.env = {**env, HOLD: "120"}  # waits after the graph's last checkpoint
+    c.env = {**env, HOLD: "120"}  # waits after the summary's checkpoint
     held = c.worker("worker-held")
     c.env = env
 

@@ -48,3 +48,6 @@ worker_process_init.connect(lambda **_: freeze_startup_objects(), weak=False)
 
 # Heartbeats for /healthz, written by the worker process (Celery signals).
 import agentsite.heartbeat  # noqa: E402, F401
+
+# Metrics: the enqueue time on every task message, pool children's files on exit.
+import observability.celery_hooks  # noqa: E402, F401

@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from agui.views import agui_connect, agui_run
 from api.health import healthz
+from observability.endpoint import metrics_view
 from pages.account import password_reset, token_revoke_view, tokens
 
 urlpatterns = [
@@ -18,6 +19,7 @@ urlpatterns = [
          name="account-token-revoke"),
     path("api/", include("api.urls")),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("agui/<str:agent>/", agui_run, name="agui-run"),
     path("agui/<str:agent>/connect/", agui_connect, name="agui-connect"),
     path(settings.LANGGRAPH_API_PREFIX, include("lgapi.urls")),

@@ -28,6 +28,7 @@ from execution.stop import StopWatch
 from execution.stream_modes import StreamModes
 from execution.usage import UsageCounter
 from hitl.kinds import HitlCancelled
+from observability.model_calls import ModelCallMetrics
 from runs import registry
 from streams.db import release_db_connections
 from streams.publish import publish
@@ -90,7 +91,7 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     tag = recovery.segment_tag(segment.run_id, segment.segments_done + 1)
     config = {"configurable": {"thread_id": segment.thread_id,
                                **segment_config(run_id=segment.run_id, lease=segment.lease)},
-              "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage]}
+              "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage, ModelCallMetrics()]}
     left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
     if segment.takeover:
         # A failed run retried: its repair task (execution.history) may still be writing.

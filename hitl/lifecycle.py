@@ -19,6 +19,7 @@ from hitl.assign import resolve_names
 from hitl.formats import CANCELS_RUN, recognise
 from hitl.models import AgentInterrupt, StandingApproval
 from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
+from observability import metrics
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import (
@@ -122,6 +123,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
     _standing_approvals(run, rows, now, audits)
     # One INSERT (``raised_again_refused`` names the error if a row exists already).
     AgentInterrupt.objects.bulk_create(rows)
+    metrics.interrupts_opened(agent=run.agent, kinds=[row.kind for row in rows])
     assigned = set()
     for row, rule in zip(rows, rules, strict=True):
         if rule.assignees or rule.groups:

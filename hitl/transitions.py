@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from hitl.models import AgentInterrupt
+from observability import metrics
 from runs.models import AgentRun, AuditLog
 from runs.services import audit_row, audits_save
 
@@ -30,6 +31,9 @@ def interrupt_transition(*, run: AgentRun, row: AgentInterrupt, to: str,
     entry = audit_row(run=run, action=action, actor=actor, surface=surface,
                       interrupt_ref=row.interrupt_id, from_status=before, to_status=to,
                       payload=payload)
+    metrics.interrupt_moved(agent=run.agent, kind=row.kind, before=before, to=to,
+                            surface=surface, created_at=row.created_at,
+                            decided_at=row.decided_at)
     if audits is None:
         audits_save([entry])
     else:

@@ -1,6 +1,7 @@
-"""Celery signals for the metrics: the time each task message is sent (a header, read
-back by the worker for the queue wait), and the multiprocess files of a pool child
-that exits (``mark_process_dead``). Connected by ``agentsite.celery``."""
+"""Celery signals: the time each task message is sent (a header, read back by the
+worker for the queue wait), the multiprocess metric files of a pool child that exits
+(``mark_process_dead``), and the run id of a task's log lines. Connected by
+``agentsite.celery``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from typing import Any
 
 from celery import signals
 
-from observability import metrics
+from observability import logs, metrics
+
+# Tasks whose first argument is a run id (runs.services.EXECUTE_TASK, execution.history).
+RUN_TASKS = frozenset({"runs.tasks.run_execute", "execution.history_repair"})
+_RUN_TOKENS: dict[str, Any] = {}  # task id → the log context's token, reset after the task
 
 
 @signals.before_task_publish.connect(weak=False)
@@ -26,3 +31,21 @@ def _child_exited(pid: int | None = None, **_: object) -> None:
 @signals.worker_shutdown.connect(weak=False)
 def _worker_exited(**_: object) -> None:
     metrics.process_exited()
+
+
+@signals.task_prerun.connect(weak=False)
+def _run_logged(task_id: str = "", task: Any = None, args: Any = None, kwargs: Any = None,
+                **_: object) -> None:
+    """A task about a run (its ``run_id``, the first argument) logs with that run's id."""
+    if getattr(task, "name", "") not in RUN_TASKS:
+        return
+    run_id = (kwargs or {}).get("run_id") or (args[0] if args else None)
+    if isinstance(run_id, str) and task_id:
+        _RUN_TOKENS[task_id] = logs.RUN_ID.set(run_id)
+
+
+@signals.task_postrun.connect(weak=False)
+def _run_log_done(task_id: str = "", **_: object) -> None:
+    token = _RUN_TOKENS.pop(task_id, None)
+    if token is not None:
+        logs.RUN_ID.reset(token)

@@ -7,6 +7,10 @@ import time
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+from observability import tracing  # noqa: E402
+
+tracing.configure(service="agentsite-web")  # OTEL_* says where to, else off; before Django's
 application = get_asgi_application()  # every path, /agui/ included, with all middleware
 
 # Each request's thread-sensitive calls on a pooled thread (why: agentsite/request_threads.py).

@@ -7,9 +7,12 @@ from django.urls import include, path
 from agui.views import agui_connect, agui_run
 from api.health import healthz
 from observability.endpoint import metrics_view
+from observability.insights_view import insights_view
 from pages.account import password_reset, token_revoke_view, tokens
 
 urlpatterns = [
+    # Before the admin's own paths (its catch-all would answer 404).
+    path("admin/insights/", admin.site.admin_view(insights_view), name="admin-insights"),
     path("admin/", admin.site.urls),
     # Before Django's own: password-reset requests are limited (agentsite.throttles).
     path("accounts/password_reset/", password_reset, name="password_reset"),

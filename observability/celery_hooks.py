@@ -5,10 +5,13 @@ worker for the queue wait), the multiprocess metric files of a pool child that e
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from celery import signals
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from observability import logs, metrics
 
@@ -21,6 +24,17 @@ _RUN_TOKENS: dict[str, Any] = {}  # task id → the log context's token, reset a
 def _stamp_enqueued(headers: dict[str, Any] | None = None, **_: object) -> None:
     if headers is not None:
         headers[metrics.ENQUEUED_AT_HEADER] = time.time()
+
+
+@signals.worker_ready.connect(weak=False)
+def _serve_metrics(**_: object) -> None:
+    """``METRICS_PORT``: the worker's main process serves its pool's metrics there (a
+    worker in a container of its own, whose files no web process can read)."""
+    port = os.environ.get("METRICS_PORT")
+    if port and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        start_http_server(int(port), registry=registry)
 
 
 @signals.worker_process_shutdown.connect(weak=False)

@@ -11,7 +11,13 @@ import os
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.multiprocess import MultiProcessCollector
 from rest_framework import exceptions
 
@@ -68,6 +74,19 @@ def exposition() -> bytes:
     state = CollectorRegistry()
     state.register(StateCollector())
     return generate_latest(counted) + generate_latest(state)
+
+
+def serve_on_port() -> None:
+    """``METRICS_PORT`` (a web process in a container of its own, scraped there by a
+    Prometheus on the private network): serve the same exposition on that port, without
+    the checks of ``/metrics`` (and without Django's, which refuse a Host that is an
+    address). Set it only where the port is not published."""
+    port = os.environ.get("METRICS_PORT")
+    if port and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        registry.register(StateCollector())
+        start_http_server(int(port), registry=registry)
 
 
 @require_GET

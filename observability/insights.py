@@ -88,24 +88,27 @@ def time_to_decision(filters: Filters) -> dict[str, list[dict[str, Any]]]:
     """p50 / p90 seconds from raised to decided (by a person or a default), and how many,
     per agent, per format and per reviewer: one query (GROUPING SETS)."""
     w = where(filters)
+    # The waits first, narrow (agent, format, reviewer id, seconds): three sorts of them.
     rows = _rows(f"""
-        SELECT r.agent, i.kind AS format, u.username AS reviewer,
-               GROUPING(r.agent) AS no_agent, GROUPING(i.kind) AS no_format,
+        WITH waits AS MATERIALIZED (
+            SELECT r.agent, i.kind, i.decided_by_id, {WAITED} AS waited
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            WHERE {w.sql} AND i.decided_at IS NOT NULL
+              AND i.status IN ('decided', 'applied'))
+        SELECT w.agent, w.kind AS format, u.username AS reviewer,
+               GROUPING(w.agent) AS no_agent, GROUPING(w.kind) AS no_format,
                count(*) AS decided,
-               percentile_cont(0.5) WITHIN GROUP (ORDER BY {WAITED}) AS p50,
-               percentile_cont(0.9) WITHIN GROUP (ORDER BY {WAITED}) AS p90
-        FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
-        LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = i.decided_by_id
-        WHERE {w.sql} AND i.decided_at IS NOT NULL
-          AND i.status IN ('decided', 'applied')
-        GROUP BY GROUPING SETS ((r.agent), (i.kind), (u.username))
+               -- Both from one sort of each group's waits.
+               percentile_cont(ARRAY[0.5, 0.9]) WITHIN GROUP (ORDER BY w.waited) AS p
+        FROM waits w LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = w.decided_by_id
+        GROUP BY GROUPING SETS ((w.agent), (w.kind), (u.username))
         ORDER BY 1, 2, 3""", w.params)
     out: dict[str, list[dict[str, Any]]] = {"agent": [], "format": [], "reviewer": []}
     for row in rows:
         by = "agent" if not row["no_agent"] else "format" if not row["no_format"] else "reviewer"
         name = row[by] if by != "reviewer" else (row["reviewer"] or "(default answer)")
         out[by].append({"name": name, "decided": row["decided"],
-                        "p50": round(row["p50"], 1), "p90": round(row["p90"], 1)})
+                        "p50": round(row["p"][0], 1), "p90": round(row["p"][1], 1)})
     return out
 
 
@@ -118,13 +121,14 @@ def decisions_per_tool(filters: Filters) -> list[dict[str, Any]]:
         WITH chosen AS (
             SELECT a.value ->> 'name' AS tool, d.value ->> 'type' AS decision
             FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            -- The verbatim request (json) parsed once a row.
+            CROSS JOIN LATERAL (SELECT i.request::jsonb -> 'action_requests' AS calls,
+                                       i.decision::jsonb -> 'decisions' AS chosen) x
             CROSS JOIN LATERAL jsonb_array_elements(
-                CASE WHEN jsonb_typeof(i.request::jsonb -> 'action_requests') = 'array'
-                     THEN i.request::jsonb -> 'action_requests' ELSE '[]'::jsonb END)
+                CASE WHEN jsonb_typeof(x.calls) = 'array' THEN x.calls ELSE '[]' END)
                 WITH ORDINALITY a(value, n)
             JOIN LATERAL jsonb_array_elements(
-                CASE WHEN jsonb_typeof(i.decision::jsonb -> 'decisions') = 'array'
-                     THEN i.decision::jsonb -> 'decisions' ELSE '[]'::jsonb END)
+                CASE WHEN jsonb_typeof(x.chosen) = 'array' THEN x.chosen ELSE '[]' END)
                 WITH ORDINALITY d(value, n) ON d.n = a.n
             WHERE {w.sql} AND i.kind = 'hitl_request' AND i.decision IS NOT NULL
             UNION ALL

@@ -23,7 +23,7 @@ from agentsite.env import (
     redis_kwargs,
 )
 from observability.logs import logging_config
-from observability.prices import model_prices
+from observability.prices import model_prices, networks_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -394,7 +394,7 @@ OUTBOUND_ALLOW = env_list("OUTBOUND_ALLOW", [])
 
 # --- Observability (docs/observability.md) ---------------------------------------------
 # /metrics without a token for these addresses or networks (a Prometheus on the host).
-METRICS_ALLOW = env_list("METRICS_ALLOW", [])
+METRICS_ALLOW = networks_parse(env_list("METRICS_ALLOW", []))
 # A pending interrupt waiting longer than this is overdue (metrics and Insights).
 INTERRUPT_OVERDUE_SECONDS = env_int("INTERRUPT_OVERDUE_SECONDS", 3600)
 # The Insights page's price table, USD per million tokens, by model name:

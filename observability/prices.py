@@ -1,8 +1,11 @@
-"""The model price table for the Insights page's cost column: USD per million input and
-output tokens, by model name as the providers report it (``MODEL_PRICES``)."""
+"""Settings of the observability package read when settings load, loud on a bad value:
+the model price table for the Insights page's cost column (``MODEL_PRICES``: USD per
+million input and output tokens, by model name as the providers report it) and the
+addresses that may read ``/metrics`` (``METRICS_ALLOW``)."""
 
 from __future__ import annotations
 
+import ipaddress
 from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ImproperlyConfigured
@@ -24,3 +27,14 @@ def model_prices(entries: list[str]) -> dict[str, tuple[Decimal, Decimal]]:
                 "tokens), e.g. gpt-4o-mini=0.15/0.60")
         table[model.strip()] = pair
     return table
+
+
+def networks_parse(entries: list[str]) -> list[str]:
+    """``["10.0.0.0/8", "192.0.2.7"]``: each an address or network, else refused."""
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"METRICS_ALLOW entry {entry!r} is not an address or network") from None
+    return entries

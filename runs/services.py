@@ -20,7 +20,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
-from observability import metrics
+from observability import metrics, tracing
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.signals import run_finished
@@ -198,6 +198,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
                            to_status=Status.QUEUED,
                            payload={"input": run.input, "message": message}, surface=surface)
         run_enqueue_on_commit(run, audits=[queued])
+    tracing.request_attributes(run_id=run.id, user_id=owner.pk)  # the request's span
     return run
 
 

@@ -74,6 +74,9 @@ def test_an_answer_is_one_trace_from_the_post_to_the_next_pause(traced):
     run_id = started.json()["id"]
     run = paused_at(run_id, 1)
     interrupt_id = run.interrupts.get().interrupt_id
+    (start,) = [s for s in traced.get_finished_spans()
+                if s.kind == SpanKind.SERVER and s.attributes.get("http.method") == "POST"]
+    assert start.attributes[tracing.ATTR_RUN] == run_id
     traced.clear()
 
     answered = client.post(f"/api/runs/{run_id}/resume/",

@@ -1,17 +1,18 @@
 """The Prometheus metrics the engine records (docs/observability.md lists each one).
 
 Counters and histograms are prometheus-client's, in its multiprocess mode wherever
-``PROMETHEUS_MULTIPROC_DIR`` is set (``agentsite.processes`` sets it for every web,
-worker and beat process it starts): each process writes its own files there and
-``/metrics`` sums them, so a run started on the web and executed by a worker is counted
-in one place. Gauges of database state (pending, overdue, queue depth) are read when
-scraped instead (``observability.collectors``).
+``PROMETHEUS_MULTIPROC_DIR`` is set (``make run`` and the test stack set it for every
+web, worker and beat process: ``agentsite.processes.metrics_dir``): each process writes
+its own files there and ``/metrics`` sums them, so a run started on the web and executed
+by a worker is counted in one place. Gauges of database state (pending, overdue, queue
+depth) are read when scraped instead (``observability.collectors``).
 
-Recording happens where the work happens (services, transitions, the worker), always
-after the transaction commits (``transaction.on_commit``): a rolled-back change counts
-nothing. Label values are bounded: agent names (the registry), formats (hitl.formats),
-surfaces (api, agui, page, admin, lg, timeout, …), outcomes (statuses), model names (the
-configured providers) and exception class names.
+Recording happens where the work happens (services, transitions, the worker); what a
+service changes is counted once its transaction commits (``transaction.on_commit``): a
+rolled-back change counts nothing. Label values are bounded: agent names (the registry),
+formats (hitl.formats), surfaces (the doors' names, ``standing_approval``, ``none`` for
+the deadline sweep), outcomes (statuses), model names (the configured providers) and
+exception class names.
 """
 
 from __future__ import annotations

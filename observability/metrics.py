@@ -169,6 +169,11 @@ async def stream_counted(stream: AsyncIterator[str], *, surface: str) -> AsyncIt
             yield chunk
     finally:
         gauge.dec()
+        # Closed (the client went away): the stream's own clean-up runs now, as it would
+        # unwrapped, not whenever the collector gets to it.
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def process_exited(pid: int | None = None) -> None:

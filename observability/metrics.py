@@ -69,7 +69,8 @@ MODEL_FAILURES = Counter("agentsite_model_failures", "Chat model calls that rais
                          ["model", "error"])
 MODEL_RETRIES = Counter("agentsite_model_retries",
                         "Chat model calls retried (LangChain's with_retry).", ["model"])
-OPEN_STREAMS = Gauge("agentsite_open_streams", "Event streams (SSE) open now.", ["surface"],
+OPEN_STREAMS = Gauge("agentsite_open_streams",
+                     "Event streams open now (REST SSE, AG-UI, LangGraph API).", ["surface"],
                      multiprocess_mode="livesum")
 NOTIFICATIONS = Counter("agentsite_notifications",
                         "Notification deliveries (email, webhook) by outcome.",

@@ -7,7 +7,16 @@ import time
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+from observability import tracing  # noqa: E402
+
+# Traces when OTEL_* says where to (else off), instrumented before Django's handler loads.
+tracing.configure(service="agentsite-web")
 application = get_asgi_application()  # every path, /agui/ included, with all middleware
+
+from observability.endpoint import serve_on_port  # noqa: E402
+
+serve_on_port()  # METRICS_PORT: a container's private scrape port (docs/observability.md)
 
 # Each request's thread-sensitive calls on a pooled thread (why: agentsite/request_threads.py).
 from agentsite.request_threads import with_request_threads  # noqa: E402

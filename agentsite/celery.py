@@ -47,4 +47,16 @@ worker_ready.connect(lambda **_: freeze_startup_objects(), weak=False)
 worker_process_init.connect(lambda **_: freeze_startup_objects(), weak=False)
 
 # Heartbeats for /healthz, written by the worker process (Celery signals).
+from celery.signals import beat_init  # noqa: E402
+
 import agentsite.heartbeat  # noqa: E402, F401
+
+# Metrics: the enqueue time on every task message, pool children's files on exit.
+import observability.celery_hooks  # noqa: E402, F401
+from observability import tracing  # noqa: E402
+
+# Traces (OTEL_* says where to, else off): in each pool child, after the fork, as the
+# Celery instrumentation asks; and in beat.
+worker_process_init.connect(lambda **_: tracing.configure(service="agentsite-worker"),
+                            weak=False)
+beat_init.connect(lambda **_: tracing.configure(service="agentsite-beat"), weak=False)

@@ -150,6 +150,7 @@ def main() -> int:
         print(f"embedded Redis:    {env['REDIS_URL']}  (data in {embedded.REDIS_DIR})")
     py = sys.executable
     host, port = env.get("HOST", "127.0.0.1"), env.get("PORT", "8000")
+    processes.metrics_dir(env, embedded.DATA_DIR / "metrics")  # emptied: this launch's
 
     def manage(*args: str) -> None:
         subprocess.run([py, "manage.py", *args], env=env, check=True)

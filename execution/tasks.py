@@ -13,6 +13,7 @@ from django.db import OperationalError, close_old_connections
 from execution import executor, graphs, lifecycle, retries
 from execution.reaper import Heartbeat, Reaper
 from execution.stop import StopWatch
+from observability import metrics, tracing
 from runs.services import EXECUTE_TASK
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,10 @@ def run_execute(self, run_id: str, segments_done: int | None = None, lease: str 
             return
         heartbeat = Heartbeat(segment)
         heartbeat.start()
-        executor.execute(segment, lost=heartbeat.lost, stop=stop)
+        tracing.segment_attributes(run_id=run_id, segment=segment.segments_done + 1)
+        with metrics.segment_observed(agent=segment.agent, takeover=segment.takeover,
+                                      enqueued_at=self.request.get(metrics.ENQUEUED_AT_HEADER)):
+            executor.execute(segment, lost=heartbeat.lost, stop=stop)
     except TRANSIENT as exc:
         if self.request.retries < self.max_retries:
             log.warning("run %s: transient failure, retrying: %s", run_id, exc)

@@ -11,6 +11,7 @@ from django.db import transaction
 from hitl import notify, policies
 from hitl.models import AgentInterrupt
 from hitl.transitions import Pending, interrupt_transition
+from observability import metrics
 from runs.models import AgentRun, AuditLog
 from runs.services import audit, run_enqueue_on_commit, run_transition
 from streams.publish import notify_user_on_commit
@@ -65,6 +66,7 @@ def interrupt_escalate(*, interrupt_pk: Any, now: datetime) -> bool:
         audit(run=run, action=AuditLog.Action.INTERRUPT_STATUS, actor=policies.TIMEOUT_ACTOR,
               interrupt_ref=row.interrupt_id, from_status=Pending, to_status=Pending,
               payload={"escalated_to": [g.name for g in groups]})
+        metrics.interrupt_escalated(agent=run.agent)
         notify.on_commit("interrupt.escalated", run=run, interrupt=row,
                          groups=[g.name for g in groups])
         notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})

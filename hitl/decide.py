@@ -25,6 +25,7 @@ from hitl.formats import CANCELS_RUN, InvalidAnswer
 from hitl.models import AgentInterrupt, InterruptVote
 from hitl.selectors import ASSIGNMENT_IDS, can_decide
 from hitl.transitions import Pending, interrupt_transition
+from observability import tracing
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import audit, run_locked, run_resume
@@ -59,6 +60,8 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
     without it such an answer is refused (``CancelsRun``)."""
     ids = _check_answers(answers)
     run_uuid = _run_uuid(run_id)
+    tracing.request_attributes(run_id=run_uuid, user_id=getattr(actor, "pk", None),
+                               interrupt_ids=ids)
     with transaction.atomic():
         run, rows = _lock(actor=actor, run_uuid=run_uuid, ids=ids)
         _check_decidable(run, [rows[i] for i in ids])

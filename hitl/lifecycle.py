@@ -19,6 +19,7 @@ from hitl.assign import resolve_names
 from hitl.formats import CANCELS_RUN, recognise
 from hitl.models import AgentInterrupt, StandingApproval
 from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
+from observability import metrics
 from runs import registry
 from runs.models import AgentRun, AuditLog
 from runs.services import (
@@ -120,6 +121,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
         writes.append(insert_of(rows))
     else:
         AgentInterrupt.objects.bulk_create(rows)
+    metrics.interrupts_opened(agent=run.agent, kinds=[row.kind for row in rows])
     assigned = set()
     for row, rule in opened:
         if _assign(row, rule):  # saved rows only: the assignments are relations

@@ -74,6 +74,13 @@ class AgentInterrupt(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "interrupt_id"], name="one_row_per_interrupt"),
         ]
+        indexes = [
+            # The Insights page's range scans read this alone (an index-only scan), not
+            # the rows with their questions (observability.insights).
+            models.Index(fields=["created_at"], name="interrupt_insights",
+                         include=["run", "kind", "status", "decided_at", "decided_by",
+                                  "expires_at", "escalate_at", "escalated_at"]),
+        ]
         permissions = [("decide_interrupt", "Can decide interrupts of other users' runs"),
                        ("override_assignment",
                         "Can decide interrupts assigned to other users or groups")]

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from agentsite.outbound import outbound_client
 from hitl.models import AgentInterrupt, AgentWebhook, Notification, WebhookDelivery
+from observability import metrics
 from runs.models import AgentRun
 
 log = logging.getLogger(__name__)
@@ -229,6 +230,8 @@ def deliver(*, event: str, run_id: str, interrupt_pk: str | None = None,
             except Exception as exc:  # noqa: BLE001 - a mail server down must not stop the webhooks
                 log.exception("notification email to %s failed", address)
                 unsent.append(f"{address}: {type(exc).__name__}: {exc}"[:300])
+        metrics.notification_done(channel="email", outcome="delivered", count=sent)
+        metrics.notification_done(channel="email", outcome="failed", count=len(unsent))
     body = payload(event, run, interrupt)
     deliveries = []
     with transaction.atomic():
@@ -286,6 +289,7 @@ def deliver_webhook(delivery_id: int) -> bool | None:
     if ok:
         fields.update(status=WebhookDelivery.Status.DELIVERED, delivered_at=timezone.now())
     WebhookDelivery.objects.filter(pk=item.pk).update(**fields)
+    metrics.notification_done(channel="webhook", outcome="delivered" if ok else "failed")
     return ok
 
 

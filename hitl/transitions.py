@@ -10,6 +10,7 @@ from typing import Any
 
 from hitl.models import AgentInterrupt
 from hitl.sql import applied_write
+from observability import metrics
 from runs.models import AgentRun, AuditLog
 from runs.services import audit_row, audits_save
 from runs.sql import Write, update_of
@@ -36,6 +37,9 @@ def interrupt_transition(*, run: AgentRun, row: AgentInterrupt, to: str,
     entry = audit_row(run=run, action=action, actor=actor, surface=surface,
                       interrupt_ref=row.interrupt_id, from_status=before, to_status=to,
                       payload=payload)
+    metrics.interrupt_moved(agent=run.agent, kind=row.kind, before=before, to=to,
+                            surface=surface, created_at=row.created_at,
+                            decided_at=row.decided_at)
     if audits is None:
         audits_save([entry])
     else:

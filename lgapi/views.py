@@ -22,6 +22,7 @@ from lgapi.bodies import (
 )
 from lgapi.http import LgError, body, endpoint, ok, streaming, validated
 from lgapi.state import interrupts_of, latest, thread_history, thread_state, values_of
+from observability import metrics
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.threads import conversation_create, conversation_delete, conversation_update
@@ -231,7 +232,9 @@ def _location(plan: runs.Plan) -> dict[str, str]:
 
 
 def _sse(plan: runs.Plan, headers: dict[str, str]) -> HttpResponse:
-    response = StreamingHttpResponse(stream.stream(plan), content_type="text/event-stream")
+    response = StreamingHttpResponse(metrics.stream_counted(stream.stream(plan),
+                                                            surface="langgraph"),
+                                     content_type="text/event-stream")
     no_cache(response)
     for key, value in headers.items():
         response[key] = value

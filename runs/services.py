@@ -20,6 +20,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
+from observability import metrics, tracing
 from runs import registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.signals import run_finished
@@ -52,6 +53,7 @@ def audit(*, run: AgentRun, action: str, actor: Any = None, from_status: str = "
                     to_status=to_status, interrupt_ref=interrupt_ref, payload=payload,
                     surface=surface)
     row.save(force_insert=True)
+    metrics.audits_recorded([row])
     return row
 
 
@@ -70,6 +72,7 @@ def audit_row(*, run: AgentRun, action: str, actor: Any = None, from_status: str
 def audits_save(rows: Sequence[AuditLog]) -> None:
     if rows:
         AuditLog.objects.bulk_create(rows)  # one INSERT, in the order given
+        metrics.audits_recorded(rows)
 
 
 def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = None,
@@ -193,6 +196,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
                            to_status=Status.QUEUED,
                            payload={"input": run.input, "message": message}, surface=surface)
         run_enqueue_on_commit(run, audits=[queued])
+    tracing.request_attributes(run_id=run.id, user_id=owner.pk)  # the request's span
     return run
 
 

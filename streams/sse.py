@@ -61,6 +61,7 @@ from agentsite.models import ApiToken
 from agentsite.token_auth import token_usable
 from agui.open_state import read_back_async
 from agui.relay import RunEvents, RunWatch, Wire, check_truth, fetch_truth
+from observability import metrics
 from streams import grip
 from streams.channels import may_read, user_stream_channel
 from streams.db import release_db_connections
@@ -240,7 +241,9 @@ class EventStreamView(APIView):
         # watchdog's checks (each gives its connection back itself).
         release_db_connections()
         return no_cache(StreamingHttpResponse(
-            channel_stream(request.user, channel, after, run_id, credential(request)),
+            metrics.stream_counted(
+                channel_stream(request.user, channel, after, run_id, credential(request)),
+                surface="run" if run_id is not None else "queue"),
             content_type="text/event-stream"))
 
 

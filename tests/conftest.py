@@ -17,7 +17,14 @@ from django.conf import settings
 from django.db import connection
 
 from agentsite.celery import app as celery_app
-from agentsite.processes import beat_process, free_port, stop_all, web_process, worker_process
+from agentsite.processes import (
+    beat_process,
+    free_port,
+    metrics_dir,
+    stop_all,
+    web_process,
+    worker_process,
+)
 
 QUEUE = f"agentsite-test-{os.getpid()}"
 # Celery beat of the session's services, once started (see ``no_sweep``).
@@ -75,6 +82,8 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            # Beat's checkpoint sweep every second, but only for runs ended an hour ago:
            # those test_checkpoint_pruning backdates, never a thread a test is reading.
            "CHECKPOINT_PRUNE_SECONDS": "1", "CHECKPOINT_PRUNE_AFTER_SECONDS": "3600"}
+    # Every process's metrics in one place, summed by /metrics (tests/observability).
+    metrics_dir(env, tmp_path_factory.mktemp("metrics"))
     worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")
     web = web_process(port, env, log_dir)
     beat = beat_process(env, log_dir)

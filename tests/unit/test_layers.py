@@ -22,14 +22,20 @@ ROOT = Path(__file__).resolve().parents[2]
 # Bottom → top. A module may import its own layer and every layer below.
 LAYERS: list[tuple[str, list[str]]] = [
     ("infrastructure", ["agentsite", "streams.keys", "streams.db", "streams.publish",
-                        "streams.pubsub", "streams.storage", "streams.access"]),
+                        "streams.pubsub", "streams.storage", "streams.access",
+                        # What every layer records with: metrics, log context, prices.
+                        "observability.metrics", "observability.logs",
+                        "observability.prices", "observability.model_calls",
+                        "observability.celery_hooks", "observability.tracing"]),
     ("runs", ["runs", "workspace"]),
     ("hitl", ["hitl"]),
     ("protocol", ["agui.events", "agui.mapper", "agui.outcomes", "agui.open_state"]),
     ("execution", ["execution"]),
     ("delivery", ["agui", "streams", "lgapi"]),
     ("surfaces", ["api", "pages", "runs.admin", "hitl.admin", "hitl.policy_admin",
-                  "hitl.card_answer", "workspace.admin", "workspace.api", "runs.management"]),
+                  "hitl.card_answer", "workspace.admin", "workspace.api", "runs.management",
+                  # /metrics, its state gauges, the admin's Insights page.
+                  "observability"]),
     ("agents", ["agents"]),
     # What a deployment configures and starts: settings, the Celery app, the URLconf, the
     # ASGI / WSGI entry points, the launcher and process starters, manage.py.
@@ -40,7 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 # (Celery's Django pattern), so it is configuration, unlike the modules below it.
 EXACT = {"agentsite": "config"}
 PACKAGES = ("agentsite", "runs", "hitl", "agui", "streams", "execution", "api", "pages",
-            "workspace", "agents", "lgapi")
+            "workspace", "agents", "lgapi", "observability")
 # Packages whose modules sit in two layers, and why (docs/architecture.md, "Packages that
 # span two layers"); every other package sits in one.
 SPANS = {
@@ -51,6 +57,8 @@ SPANS = {
     "runs": {"runs", "surfaces"},
     "hitl": {"hitl", "surfaces"},
     "workspace": {"runs", "surfaces"},
+    # What every layer records with, and the surfaces that read it (/metrics, Insights).
+    "observability": {"infrastructure", "surfaces"},
 }
 # Top-level directories that hold Python but are not layered.
 NOT_LAYERED = ("tests", "bench")

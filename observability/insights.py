@@ -1,0 +1,258 @@
+"""The figures of the admin's Insights page, each computed by one SQL query over the
+interrupts raised in a date range (Postgres: ``percentile_cont`` for the medians,
+``jsonb_array_elements`` for the tools of a batched request, a window sum for the
+backlog), filtered by agent, format and assignee group. Nothing is looped over in Python
+but the rows each query returns (a handful per agent, format, reviewer, tool or day).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.utils import timezone
+
+from hitl.models import AgentInterrupt
+from runs.models import AgentRun, SegmentUsage
+
+INTERRUPTS = AgentInterrupt._meta.db_table
+RUNS = AgentRun._meta.db_table
+GROUPS_LINK = AgentInterrupt.assigned_groups.through._meta.db_table
+GROUPS = Group._meta.db_table
+USAGE = SegmentUsage._meta.db_table
+DECISION_TYPES = ("approve", "edit", "reject", "respond")
+MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Days ``start`` to ``end`` (both included, the server's time zone) and the
+    optional agent, format (``AgentInterrupt.kind``) and assignee group name."""
+
+    start: date
+    end: date
+    agent: str = ""
+    format: str = ""
+    group: str = ""
+
+    def bounds(self) -> tuple[datetime, datetime]:
+        zone = timezone.get_current_timezone()
+        return (datetime.combine(self.start, time.min, zone),
+                datetime.combine(self.end + timedelta(days=1), time.min, zone))
+
+
+@dataclass
+class Where:
+    """The interrupts' WHERE clause for ``Filters`` (``i``: the interrupt, ``r``: its
+    run), with its parameters; ``created`` False leaves the date range out."""
+
+    sql: str
+    params: list[Any] = field(default_factory=list)
+
+
+def where(filters: Filters, *, created: bool = True) -> Where:
+    parts, params = ["TRUE"], []
+    if created:
+        parts.append("i.created_at >= %s AND i.created_at < %s")
+        params += list(filters.bounds())
+    if filters.agent:
+        parts.append("r.agent = %s")
+        params.append(filters.agent)
+    if filters.format:
+        parts.append("i.kind = %s")
+        params.append(filters.format)
+    if filters.group:
+        parts.append(f"EXISTS (SELECT 1 FROM {GROUPS_LINK} ig JOIN {GROUPS} g ON g.id = "
+                     "ig.group_id WHERE ig.agentinterrupt_id = i.id AND g.name = %s)")
+        params.append(filters.group)
+    return Where(" AND ".join(parts), params)
+
+
+def _rows(sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [c.name for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+WAITED = "EXTRACT(EPOCH FROM (i.decided_at - i.created_at))"
+
+
+def time_to_decision(filters: Filters) -> dict[str, list[dict[str, Any]]]:
+    """p50 / p90 seconds from raised to decided (by a person or a default), and how many,
+    per agent, per format and per reviewer: one query (GROUPING SETS)."""
+    w = where(filters)
+    # The waits first, narrow (agent, format, reviewer id, seconds): three sorts of them.
+    rows = _rows(f"""
+        WITH waits AS MATERIALIZED (
+            SELECT r.agent, i.kind, i.decided_by_id, {WAITED} AS waited
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            WHERE {w.sql} AND i.decided_at IS NOT NULL
+              AND i.status IN ('decided', 'applied'))
+        SELECT w.agent, w.kind AS format, u.username AS reviewer,
+               GROUPING(w.agent) AS no_agent, GROUPING(w.kind) AS no_format,
+               count(*) AS decided,
+               -- Both from one sort of each group's waits.
+               percentile_cont(ARRAY[0.5, 0.9]) WITHIN GROUP (ORDER BY w.waited) AS p
+        FROM waits w LEFT JOIN {get_user_model()._meta.db_table} u ON u.id = w.decided_by_id
+        GROUP BY GROUPING SETS ((w.agent), (w.kind), (u.username))
+        ORDER BY 1, 2, 3""", w.params)
+    out: dict[str, list[dict[str, Any]]] = {"agent": [], "format": [], "reviewer": []}
+    for row in rows:
+        by = "agent" if not row["no_agent"] else "format" if not row["no_format"] else "reviewer"
+        name = row[by] if by != "reviewer" else (row["reviewer"] or "(default answer)")
+        out[by].append({"name": name, "decided": row["decided"],
+                        "p50": round(row["p"][0], 1), "p90": round(row["p"][1], 1)})
+    return out
+
+
+def decisions_per_tool(filters: Filters) -> list[dict[str, Any]]:
+    """Approve / edit / reject / respond counts and rates per tool: the tools of batched
+    LangChain requests (``hitl_request``, one decision per action), of per-call ones
+    (``tool_approval``) and our ``review`` kind (tool "review")."""
+    w = where(filters)
+    rows = _rows(f"""
+        WITH chosen AS (
+            SELECT a.value ->> 'name' AS tool, d.value ->> 'type' AS decision
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            -- The verbatim request (json) parsed once a row.
+            CROSS JOIN LATERAL (SELECT i.request::jsonb -> 'action_requests' AS calls,
+                                       i.decision::jsonb -> 'decisions' AS chosen) x
+            CROSS JOIN LATERAL jsonb_array_elements(
+                CASE WHEN jsonb_typeof(x.calls) = 'array' THEN x.calls ELSE '[]' END)
+                WITH ORDINALITY a(value, n)
+            JOIN LATERAL jsonb_array_elements(
+                CASE WHEN jsonb_typeof(x.chosen) = 'array' THEN x.chosen ELSE '[]' END)
+                WITH ORDINALITY d(value, n) ON d.n = a.n
+            WHERE {w.sql} AND i.kind = 'hitl_request' AND i.decision IS NOT NULL
+            UNION ALL
+            SELECT i.request::jsonb ->> 'name', i.decision::jsonb ->> 'type'
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            WHERE {w.sql} AND i.kind = 'tool_approval' AND i.decision IS NOT NULL
+            UNION ALL
+            SELECT 'review', i.decision::jsonb ->> 'decision'
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            WHERE {w.sql} AND i.kind = 'review' AND i.decision IS NOT NULL
+        )
+        SELECT tool, count(*) AS total,
+               {", ".join(f"count(*) FILTER (WHERE decision = '{t}') AS {t}"
+                          for t in DECISION_TYPES)}
+        FROM chosen WHERE decision IN {DECISION_TYPES}
+        GROUP BY tool ORDER BY total DESC, tool""", w.params * 3)
+    for row in rows:
+        for kind in DECISION_TYPES:
+            row[f"{kind}_rate"] = round(100 * row[kind] / row["total"], 1)
+    return rows
+
+
+def deadlines(filters: Filters) -> dict[str, int]:
+    """Of the interrupts raised in the range: overdue now (pending past escalation time,
+    deadline, or ``INTERRUPT_OVERDUE_SECONDS``: ``observability.collectors``),
+    escalated, and expired."""
+    w = where(filters)
+    now = timezone.now()
+    (row,) = _rows(f"""
+        SELECT count(*) FILTER (WHERE i.status = 'pending' AND (i.escalate_at < %s
+                   OR i.expires_at < %s OR i.created_at < %s)) AS overdue,
+               count(*) FILTER (WHERE i.escalated_at IS NOT NULL) AS escalated,
+               count(*) FILTER (WHERE i.status = 'expired') AS expired,
+               count(*) AS raised
+        FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id WHERE {w.sql}""",
+        [now, now, now - timedelta(seconds=settings.INTERRUPT_OVERDUE_SECONDS), *w.params])
+    return row
+
+
+# When an interrupt stopped waiting: decided (or answered by default), else for an
+# expired one its deadline, else (cancelled with its run) the run's end.
+CLOSED = ("COALESCE(i.decided_at, CASE WHEN i.status = 'expired' THEN i.expires_at END, "
+          "CASE WHEN i.status <> 'pending' THEN COALESCE(r.finished_at, i.created_at) END)")
+
+
+def backlog(filters: Filters) -> list[dict[str, Any]]:
+    """Interrupts waiting at the end of each day of the range: those waiting before it,
+    plus the day-by-day raised minus closed (a window sum)."""
+    w = where(filters, created=False)
+    begin, stop = filters.bounds()
+    zone = timezone.get_current_timezone_name()
+    return _rows(f"""
+        WITH chosen AS (
+            SELECT i.created_at AS opened, {CLOSED} AS closed
+            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
+            WHERE {w.sql} AND i.created_at < %s
+        ), moves AS (
+            SELECT (opened AT TIME ZONE %s)::date AS day, 1 AS delta
+            FROM chosen WHERE opened >= %s
+            UNION ALL
+            SELECT (closed AT TIME ZONE %s)::date, -1
+            FROM chosen WHERE closed >= %s AND closed < %s
+        ), per_day AS (SELECT day, sum(delta) AS delta FROM moves GROUP BY day)
+        SELECT d::date AS day,
+               (SELECT count(*) FROM chosen WHERE opened < %s
+                  AND (closed IS NULL OR closed >= %s))
+               + sum(COALESCE(p.delta, 0)) OVER (ORDER BY d) AS waiting
+        FROM generate_series(%s::date, %s::date, interval '1 day') d
+        LEFT JOIN per_day p ON p.day = d::date
+        ORDER BY d""",
+        [*w.params, stop, zone, begin, zone, begin, stop, begin, begin,
+         filters.start, filters.end])
+
+
+def usage(filters: Filters) -> dict[str, list[dict[str, Any]]]:
+    """Tokens per agent and per model over the segments recorded in the range (the agent
+    filter applies; format and group do not: tokens belong to segments, not questions),
+    with their cost from ``MODEL_PRICES`` ("unknown" where a model has no price)."""
+    begin, stop = filters.bounds()
+    params: list[Any] = [begin, stop]
+    agent = ""
+    if filters.agent:
+        agent, params = "AND r.agent = %s", [*params, filters.agent]
+    rows = _rows(f"""
+        SELECT r.agent, u.model_name AS model, GROUPING(r.agent) AS no_agent,
+               sum(u.calls) AS calls, sum(u.input_tokens) AS input,
+               sum(u.output_tokens) AS output, sum(u.total_tokens) AS total
+        FROM {USAGE} u JOIN {RUNS} r ON r.id = u.run_id
+        WHERE u.created_at >= %s AND u.created_at < %s {agent}
+        GROUP BY GROUPING SETS ((r.agent, u.model_name), (u.model_name))
+        ORDER BY total DESC""", params)
+    prices = settings.MODEL_PRICES
+    per_agent: dict[str, dict[str, Any]] = {}
+    per_model = []
+    for row in rows:
+        price = prices.get(row["model"])
+        cost = (None if price is None else
+                (row["input"] * price[0] + row["output"] * price[1]) / MILLION)
+        if row["no_agent"]:
+            per_model.append({"name": row["model"] or "(not reported)", "calls": row["calls"],
+                              "input": row["input"], "output": row["output"],
+                              "total": row["total"], "cost": _money(cost)})
+            continue
+        entry = per_agent.setdefault(row["agent"], {
+            "name": row["agent"], "calls": 0, "input": 0, "output": 0, "total": 0,
+            "cost": Decimal(0)})
+        for key in ("calls", "input", "output", "total"):
+            entry[key] += row[key]
+        # One unpriced model makes the agent's cost unknown (not a partial sum).
+        entry["cost"] = None if cost is None or entry["cost"] is None else entry["cost"] + cost
+    agents = sorted(per_agent.values(), key=lambda e: (-e["total"], e["name"]))
+    for entry in agents:
+        entry["cost"] = _money(entry["cost"])
+    return {"agent": agents, "model": per_model}
+
+
+def _money(cost: Decimal | None) -> str:
+    return "unknown" if cost is None else f"{cost.quantize(Decimal('0.0001'))}"
+
+
+def choices() -> dict[str, list[str]]:
+    """The filters' options: agents and formats seen, and the groups."""
+    return {"agent": sorted(AgentRun.objects.values_list("agent", flat=True).distinct()
+                            .order_by()),
+            "format": sorted(AgentInterrupt.objects.values_list("kind", flat=True)
+                             .distinct().order_by()),
+            "group": list(Group.objects.order_by("name").values_list("name", flat=True))}

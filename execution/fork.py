@@ -15,6 +15,7 @@ The original run and thread are never written.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,14 +100,16 @@ class Forked:
     point: ForkPoint
 
 
-def interrupt_fork(*, actor: Any, interrupt_pk: Any, payload: Any,
-                   surface: str = "api") -> Forked:
+def interrupt_fork(*, actor: Any, interrupt_pk: Any, payload: Any, surface: str = "api",
+                   stream_modes: Sequence[str] = ()) -> Forked:
     """Fork a new run from the question ``interrupt_pk`` with the answer ``payload``.
-    Nothing is written when the answer or the person is refused."""
+    Nothing is written when the answer or the person is refused. ``stream_modes``: as
+    for ``run_start`` (the LangGraph API's client asks for them)."""
     point = fork_point(actor=actor, interrupt_pk=interrupt_pk)
     original = point.interrupt
     with transaction.atomic():
-        fork = _fork_rows(actor=actor, point=point, surface=surface)
+        fork = _fork_rows(actor=actor, point=point, surface=surface,
+                          stream_modes=stream_modes)
         # The same decision service as any answer, in this transaction: a refused answer
         # (format, four-eyes, assignees, quorum vote) rolls the fork back with it.
         interrupts_decide(actor=actor, run_id=fork.pk, surface=surface, answers=[
@@ -115,7 +118,8 @@ def interrupt_fork(*, actor: Any, interrupt_pk: Any, payload: Any,
     return Forked(run=fork, point=point)
 
 
-def _fork_rows(*, actor: Any, point: ForkPoint, surface: str) -> AgentRun:
+def _fork_rows(*, actor: Any, point: ForkPoint, surface: str,
+               stream_modes: Sequence[str]) -> AgentRun:
     """The fork's conversation, run (paused) and its copy of the question, with their
     audit rows and the ``forked`` row on the original run."""
     original, run = point.interrupt, point.interrupt.run
@@ -130,7 +134,7 @@ def _fork_rows(*, actor: Any, point: ForkPoint, surface: str) -> AgentRun:
                     status=AgentRun.Status.PAUSED, input=run.input, segments=FORK_SEGMENTS,
                     assistant_message=assistant, forked_from=run,
                     fork_interrupt_ref=original.interrupt_id,
-                    fork_checkpoint_id=point.checkpoint_id)
+                    fork_checkpoint_id=point.checkpoint_id, stream_modes=list(stream_modes))
     fork.save(force_insert=True)
     assistant.run = fork
     asked = run.messages.filter(role=Message.Role.USER).order_by("created_at").first()

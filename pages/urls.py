@@ -1,12 +1,13 @@
 from django.urls import path
 
-from pages import fork, views
+from pages import fork, presence, views
 
 app_name = "pages"
 
 urlpatterns = [
     path("", views.conversation_list, name="list"),
     path("new/", views.new_chat, name="new"),
+    path("presence/", presence.heartbeat, name="presence"),
     path("new/<str:agent>/", views.new_chat, name="new-agent"),
     path("c/<str:conversation_id>/", views.chat, name="chat"),
     path("c/<str:conversation_id>/composer/", views.composer_fragment, name="composer"),

@@ -27,8 +27,10 @@ from hitl.admin.filters import (
     OverdueFilter,
     StatusFilter,
 )
+from hitl.admin.presence import PresenceColumn
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, tally
+from hitl.presence import NotLookedAtFilter
 from hitl.selectors import decidable_interrupts
 from pages.markdown import render_inline
 
@@ -38,11 +40,12 @@ PENDING = AgentInterrupt.Status.PENDING
 # --- the admin --------------------------------------------------------------------
 
 @admin.register(AgentInterrupt)
-class AgentInterruptAdmin(BulkActions, DecidePage, ReadOnlyAdmin):
+class AgentInterruptAdmin(PresenceColumn, BulkActions, DecidePage, ReadOnlyAdmin):
     list_display = ["age", "kind", "question", "agent", "requester", "assigned_to", "approvals",
-                    "time_left", "status"]
+                    "time_left", "on_it", "status"]
     list_display_links = ["question"]
-    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter]
+    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter,
+                   NotLookedAtFilter]
     list_select_related = ["run", "run__owner"]
     # Django's full count would be a second COUNT over every row the user may see.
     show_full_result_count = False

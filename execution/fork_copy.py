@@ -20,6 +20,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from execution.lifecycle import Segment
+from execution.recovery import SEGMENT_KEY
 from runs.models import AgentRun
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,9 @@ def fork_thread_seed(checkpointer: BaseCheckpointSaver, segment: Segment) -> boo
         by_task[task_id].append((channel, value))
     for task_id, writes in by_task.items():
         checkpointer.put_writes(target, writes, task_id)
-    metadata = {**(saved.metadata or {}),
+    # Not the original segment's tag (``recovery.SEGMENT_KEY``): no segment of this run
+    # wrote it, and a takeover reads back only what its own segment wrote.
+    metadata = {**{k: v for k, v in (saved.metadata or {}).items() if k != SEGMENT_KEY},
                 FORK_KEY: {"thread_id": source, "checkpoint_id": checkpoint["id"]}}
     checkpointer.put(_config(segment.thread_id), checkpoint, metadata,
                      dict(checkpoint.get("channel_versions") or {}))

@@ -27,7 +27,7 @@ from hitl.admin.filters import (
     OverdueFilter,
     StatusFilter,
 )
-from hitl.admin.presence import PresenceColumn
+from hitl.admin.presence import presence_cell
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, tally
 from hitl.presence import NotLookedAtFilter
@@ -40,9 +40,9 @@ PENDING = AgentInterrupt.Status.PENDING
 # --- the admin --------------------------------------------------------------------
 
 @admin.register(AgentInterrupt)
-class AgentInterruptAdmin(PresenceColumn, BulkActions, DecidePage, ReadOnlyAdmin):
+class AgentInterruptAdmin(BulkActions, DecidePage, ReadOnlyAdmin):
     list_display = ["age", "kind", "question", "agent", "requester", "assigned_to", "approvals",
-                    "time_left", "on_it", "status"]
+                    "time_left", "status"]
     list_display_links = ["question"]
     list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter,
                    NotLookedAtFilter]
@@ -105,11 +105,13 @@ class AgentInterruptAdmin(PresenceColumn, BulkActions, DecidePage, ReadOnlyAdmin
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
         if len(text) <= 200:
-            return render_inline(text)  # `code` and **bold** as the card's title shows them
+            # `code` and **bold** as the card's title shows them; who is on it below.
+            return format_html("{}{}", render_inline(text), presence_cell(obj))
         # Cut on a word boundary: the column is wide enough for two or three lines (a
         # word longer than that wraps: admin_queue.css). The whole question is its title.
-        return format_html('<span title="{}">{}</span>', text[:2000],
-                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"))
+        return format_html('<span title="{}">{}</span>{}', text[:2000],
+                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"),
+                           presence_cell(obj))
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:

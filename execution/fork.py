@@ -112,10 +112,10 @@ def interrupt_fork(*, actor: Any, interrupt_pk: Any, payload: Any, surface: str 
                           stream_modes=stream_modes)
         # The same decision service as any answer, in this transaction: a refused answer
         # (format, four-eyes, assignees, quorum vote) rolls the fork back with it.
-        interrupts_decide(actor=actor, run_id=fork.pk, surface=surface, answers=[
+        # Returned as it committed (with its questions): no re-read racing its segment.
+        decided = interrupts_decide(actor=actor, run_id=fork.pk, surface=surface, answers=[
             Answer(interrupt_id=original.interrupt_id, payload=payload)])
-    fork.refresh_from_db()
-    return Forked(run=fork, point=point)
+    return Forked(run=decided, point=point)
 
 
 def _fork_rows(*, actor: Any, point: ForkPoint, surface: str,

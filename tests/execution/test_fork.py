@@ -155,3 +155,24 @@ def test_a_fork_applies_the_questions_policy_again(api):
     assert made.status_code == 201, made.text
     fork = wait_run(owner, made.json()["run"]["id"], {"rejected", "completed"})
     assert fork["owner"] == "owner"
+
+
+def test_a_fork_of_a_quorum_question_needs_its_quorum_again(api):
+    owner, reviewer = api("owner"), api("reviewer")
+    run = wait_run(owner, start_run(owner, "policy_quorum")["id"], "paused")
+    item = pending(run)
+    for client in (owner, reviewer):
+        assert client.post(f"/api/interrupts/{item['id']}/decision/",
+                           json={"payload": {"approved": True}}).status_code == 202
+    wait_run(owner, run["id"], "completed")
+    made = _fork(owner, item, {"approved": True})
+    assert made.status_code == 201, made.text
+    fork = made.json()["run"]
+    assert fork["status"] == "paused"  # one vote of two: the question waits for another
+    (copy,) = fork["pending_interrupts"]
+    assert copy["approvals"]["approvals"] == 1 and copy["approvals"]["required"] == 2
+    assert owner.post(f"/api/interrupts/{copy['id']}/decision/",
+                      json={"payload": {"approved": True}}).json()["code"] == "already_voted"
+    assert reviewer.post(f"/api/interrupts/{copy['id']}/decision/",
+                         json={"payload": {"approved": True}}).status_code == 202
+    assert wait_run(owner, fork["id"], "completed")["forked_from"] == run["id"]

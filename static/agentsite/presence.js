@@ -135,14 +135,19 @@
     tick();
     // Cards swapped in later (an answer, a live refresh) show what is known at once.
     // (Only for added elements that hold one: render() itself changes the DOM.)
+    const holds = (n) => n.nodeType === 1 && !n.closest(".presence") &&
+      (n.matches("[data-presence-run]") || !!n.querySelector("[data-presence-run]"));
     new MutationObserver((changes) => {
-      const added = changes.some((c) => Array.from(c.addedNodes).some((n) =>
-        n.nodeType === 1 && !n.closest(".presence") &&
-        (n.matches("[data-presence-run]") || n.querySelector("[data-presence-run]"))));
-      if (!added) return;
-      known.forEach((_v, key) => render(key));
-      // A card that was not there before: on it from now on, said at once.
-      if (elements().some((el) => el.dataset.presenceBeat && !beating.has(keyOf(el)))) beat();
+      const added = changes.some((c) => Array.from(c.addedNodes).some(holds));
+      const removed = changes.some((c) => Array.from(c.removedNodes).some((n) =>
+        n.nodeType === 1 && (n.matches("[data-presence-beat]") ||
+                             !!n.querySelector("[data-presence-beat]"))));
+      if (added) known.forEach((_v, key) => render(key));
+      // A card that came (on it from now on) or went (answered: left), said at once.
+      const current = new Set(elements().filter((el) => el.dataset.presenceBeat).map(keyOf));
+      const differs = current.size !== beating.size ||
+        Array.from(current).some((k) => !beating.has(k));
+      if ((added || removed) && differs) beat();
     }).observe(document.body, { childList: true, subtree: true });
   }
 

@@ -241,6 +241,9 @@ AGENTSITE_STREAM_RECHECK_SECONDS = env_seconds("STREAM_RECHECK_SECONDS", 30.0)
 # every HITL_SWEEP_SECONDS, so an interrupt expires within that (plus one task) of its
 # deadline. Beat is its own process (`celery -A agentsite beat`, started by `make run`).
 HITL_SWEEP_SECONDS = env_seconds("HITL_SWEEP_SECONDS", 2.0)
+# Reviewer presence (hitl.presence): an entry not renewed within this many seconds (a
+# closed or killed tab) is gone; pages renew theirs every third of it.
+PRESENCE_TTL_SECONDS = env_seconds("PRESENCE_TTL_SECONDS", 15.0)
 # A thread's checkpoints once its run has ended (execution.checkpoint_pruning): "latest"
 # keeps the latest checkpoint of each namespace (what a later run or a connect reads)
 # and deletes the step-by-step history; "all" keeps everything. Swept every

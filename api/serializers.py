@@ -139,6 +139,13 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
     total_tokens = serializers.IntegerField(read_only=True, help_text="all segments' sum")
     usage = serializers.SerializerMethodField(help_text=(
         "tokens per segment attempt that called a model, oldest first"))
+    forked_from = serializers.UUIDField(source="forked_from_id", read_only=True,
+                                        allow_null=True, help_text=(
+        "a fork (`POST /api/interrupts/<id>/fork/`): the run it was forked from"))
+    fork_interrupt_ref = serializers.CharField(read_only=True, help_text=(
+        "a fork: the LangGraph id of the question it answered differently"))
+    fork_checkpoint_id = serializers.CharField(read_only=True, help_text=(
+        "a fork: the original thread's checkpoint its thread started from"))
 
     class Meta:
         model = AgentRun
@@ -147,7 +154,7 @@ class RunSerializer(FieldsMadeOnce, serializers.ModelSerializer):
                   "assistant_message_id", "segments", "retries", "retry_budget", "retry_at",
                   "retry_reason", "manual_retries", "attempt", "model_name", "input_tokens",
                   "output_tokens", "total_tokens", "usage", "created_at", "updated_at",
-                  "finished_at"]
+                  "finished_at", "forked_from", "fork_interrupt_ref", "fork_checkpoint_id"]
         read_only_fields = fields
 
     def get_retry_budget(self, obj: AgentRun) -> int:

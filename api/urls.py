@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from api.fork import InterruptForkView
 from api.interrupts import InterruptViewSet
 from api.runs import AgentListView, ConversationViewSet, RunViewSet
 from streams.grip import held
@@ -27,5 +28,6 @@ urlpatterns = [
     path("runs/<str:run_id>/events/",
          held(RunEventsView.as_view(), lambda run_id: run_channel(run_id)), name="run-events"),
     path("events/", held(QueueEventsView.as_view(), lambda: None), name="queue-events"),
+    path("interrupts/<str:pk>/fork/", InterruptForkView.as_view(), name="interrupt-fork"),
     path("", include(router.urls)),
 ]

@@ -21,7 +21,7 @@ from langgraph.types import Command
 from agentsite import timing
 from agui.events import json_state, run_started, state_without_messages
 from agui.mapper import EventMapper
-from execution import calls, graphs, history, lifecycle, recovery, tool_schemas
+from execution import calls, fork_copy, graphs, history, lifecycle, recovery, tool_schemas
 from execution.fencing import SegmentLost, segment_config
 from execution.lifecycle import PendingInterrupt, Segment
 from execution.stop import StopWatch
@@ -111,6 +111,9 @@ def _prepare(segment: Segment, usage: UsageCounter) -> _Run:
               "metadata": {recovery.SEGMENT_KEY: tag}, "callbacks": [usage, ModelCallMetrics(),
                             *tracing.graph_callbacks(run_id=segment.run_id,
                                                      segment=segment.segments_done + 1)]}
+    if segment.fork_checkpoint and segment.segments_done == 1:
+        # A fork's first segment: its new thread starts from the original's checkpoint.
+        fork_copy.fork_thread_seed(graph.checkpointer, segment)
     left = recovery.LostWork()  # what the lost worker of a taken-over segment stored
     if segment.takeover:
         # A failed run retried: its repair task (execution.history) may still be writing.

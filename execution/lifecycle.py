@@ -73,6 +73,9 @@ class Segment:
     segments_done: int = 0
     # LangGraph stream modes its starting client asked for (``execution.stream_modes``).
     stream_modes: tuple[str, ...] = ()
+    # A fork run (``execution.fork``): the original thread's checkpoint its thread starts
+    # from, copied before its first segment (``execution.fork_copy``).
+    fork_checkpoint: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                    decided_ids=tuple(a.interrupt_id for a in answered
                                      if a.status == AgentInterrupt.Status.DECIDED),
                    lease=run.lease_owner, takeover=not fresh, segments_done=run.segments - 1,
-                   stream_modes=tuple(run.stream_modes or ()))
+                   stream_modes=tuple(run.stream_modes or ()),
+                   fork_checkpoint=run.fork_checkpoint_id)
 
 
 def lease_lapsed(run: AgentRun, now: datetime) -> bool:

@@ -18,6 +18,7 @@ from execution.lifecycle import interrupts_answer
 from hitl.cards import CardFormError, answer_from_post, late_answer_message
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
+from hitl.presence import answering_others
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,14 @@ class CardAnswer:
 
 def card_answer(*, actor: Any, interrupt: AgentInterrupt, data: Any,
                 surface: str) -> CardAnswer:
-    """Answer ``interrupt`` from its card's form post (a QueryDict), as ``actor``."""
+    """Answer ``interrupt`` from its card's form post (a QueryDict), as ``actor``.
+
+    Over someone else's soft claim (``hitl.presence``: they are answering it now) the
+    first post is a confirmation step: nothing is recorded, the card says who and keeps
+    the answer, and its next post (``_over_claim``) goes through; the row lock decides."""
+    claim = over_claim(actor=actor, interrupt=interrupt, data=data)
+    if claim is not None:
+        return claim
     try:
         try:
             status, payload = answer_from_post(interrupt, data)
@@ -67,3 +75,18 @@ def card_answer(*, actor: Any, interrupt: AgentInterrupt, data: Any,
         return CardAnswer(errors={"__all__": [late_answer_message(interrupt, err, actor)]},
                           status=err.status)
     return CardAnswer(run_cancelled=answered.run_cancelled)
+
+
+def over_claim(*, actor: Any, interrupt: AgentInterrupt, data: Any) -> CardAnswer | None:
+    """The confirmation step of an answer over others' soft claim, or None (no claim, or
+    confirmed). ``claim`` errors put the confirming field in the card's form."""
+    if data.get("_over_claim") == "1" or data.get("_status") == "cancelled":
+        return None
+    others = answering_others(interrupt.run_id, interrupt.interrupt_id, actor)
+    if not others:
+        return None
+    who = ", ".join(others)
+    return CardAnswer(errors={"claim": [
+        f"{who} {'is' if len(others) == 1 else 'are'} answering this question right now. "
+        "Send your answer again to answer it anyway: the first answer to arrive is the one "
+        "taken."]}, status=409, keep_values=True)

@@ -30,7 +30,7 @@ __all__ = ["CardFormError", "answer_from_post", "article", "card_context",
            "decision_summary", "late_answer_message", "readable"]
 
 # Error names that are the whole answer's, shown at the card's top as they are.
-WHOLE = ("payload", "__all__", "detail")
+WHOLE = ("payload", "__all__", "detail", "claim")  # claim: hitl.card_answer.over_claim
 
 
 def decision_summary(interrupt: AgentInterrupt, decision: Any) -> str:

@@ -117,7 +117,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
     # One INSERT (``raised_again_refused`` names the error if a row exists already); in the
     # caller's statement when nothing below needs the rows in the table first (their
     # notification's foreign key is checked at commit).
-    if writes is not None and not any(rule.assignees or rule.groups for rule in rules):
+    if writes is not None and not any(rule.assignees or rule.groups for _, rule in opened):
         writes.append(insert_of(rows))
     else:
         AgentInterrupt.objects.bulk_create(rows)

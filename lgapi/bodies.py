@@ -56,11 +56,19 @@ class RunCreate(Body):
                           f"use any of {', '.join(STREAM_MODES)}")
         return list(dict.fromkeys(modes)) or ["values"]
 
+    def fork_checkpoint(self) -> str | None:
+        """The checkpoint a fork starts from (``lgapi.fork``): ``checkpoint_id`` or
+        ``checkpoint.checkpoint_id``, with ``command.resume`` the new answer."""
+        found = self.checkpoint_id or (self.checkpoint or {}).get("checkpoint_id")
+        resuming = self.command is not None and "resume" in self.command.model_fields_set
+        return found if isinstance(found, str) and found and resuming else None
+
     def refused(self) -> None:
         """Options this server cannot honour: a clear 422 before anything is written."""
         why = None
-        if self.checkpoint or self.checkpoint_id:
-            why = "checkpoint / checkpoint_id (running from an earlier checkpoint)"
+        if (self.checkpoint or self.checkpoint_id) and self.fork_checkpoint() is None:
+            why = ("checkpoint / checkpoint_id without command.resume (a run from an earlier "
+                   "checkpoint answers the question pending there differently)")
         elif self.interrupt_before or self.interrupt_after:
             why = "interrupt_before / interrupt_after (a graph pauses with interrupt())"
         elif self.webhook:

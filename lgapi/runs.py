@@ -23,6 +23,7 @@ from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide, visible_conversations
 from lgapi import shapes
 from lgapi.bodies import RunCreate
+from lgapi.fork import fork_from_checkpoint
 from lgapi.http import LgError
 from runs.models import AgentRun, Conversation
 from runs.services import run_start, run_stream_modes_add
@@ -131,6 +132,10 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
     if resuming:
         if thread_id is None:
             raise LgError(422, "command.resume needs a thread: the run it answers is there.")
+        if body.fork_checkpoint():  # a fork: its run is on a new thread (lgapi.fork)
+            run = fork_from_checkpoint(user, visible_thread(user, thread_id),
+                                       body.fork_checkpoint(), body.command.resume, modes)
+            return Plan(run=run, after=0, modes=modes, live=run.status in AgentRun.LIVE)
         return resume(user, thread_id, body.command.resume, modes, agent.name)
     message, agent_input = split_input(body.input, body.context)
 

@@ -28,6 +28,7 @@ from agentsite.errors import ServiceError
 from execution.lifecycle import run_cancel, run_retry
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide, decidable_runs, is_reviewer
+from pages.fork_admin import fork_view
 from pages.retrying import retry_banner
 from runs.models import AgentRun, AuditLog, Conversation, Message, SegmentUsage
 
@@ -122,7 +123,10 @@ class AgentRunAdmin(ReadOnlyAdmin):
     def get_urls(self) -> list[Any]:
         cancel = self.admin_site.admin_view(self.cancel_view)
         retry = self.admin_site.admin_view(self.retry_view)
-        return [path("<path:object_id>/cancel/", cancel, name="runs_agentrun_cancel"),
+        fork = self.admin_site.admin_view(self.fork_view)
+        return [path("<path:object_id>/fork/<str:interrupt_pk>/", fork,
+                     name="runs_agentrun_fork"),
+                path("<path:object_id>/cancel/", cancel, name="runs_agentrun_cancel"),
                 path("<path:object_id>/retry/", retry, name="runs_agentrun_retry"),
                 *super().get_urls()]
 
@@ -142,6 +146,11 @@ class AgentRunAdmin(ReadOnlyAdmin):
             extra["retrying"] = retry_banner(run)
             extra["run"] = run
         return super().change_view(request, object_id, form_url, extra)
+
+    def fork_view(self, request: HttpRequest, object_id: str,
+                  interrupt_pk: str) -> HttpResponse:
+        """GET: the "answer differently" form; POST: fork (``pages.fork_admin``)."""
+        return fork_view(self, request, object_id, interrupt_pk)
 
     def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """POST (CSRF-checked by admin_view): retry a failed run from its last checkpoint."""

@@ -22,6 +22,10 @@ class Conversation(models.Model):
     # What a client attached to the thread (the LangGraph API's thread metadata: searched
     # by containment); never read by the engine.
     metadata = models.JSONField(default=dict, blank=True)
+    # A fork's conversation: the run whose past answer it was forked from
+    # (``execution.fork``); that run's ``forks`` lead back here.
+    forked_from = models.ForeignKey("AgentRun", null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -134,6 +138,12 @@ class AgentRun(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     total_tokens = models.PositiveBigIntegerField(default=0)
+    # A fork (``execution.fork``): the run, the interrupt (LangGraph id) and the checkpoint
+    # (of the original thread, where that interrupt was pending) its thread started from.
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="forks")
+    fork_interrupt_ref = models.CharField(max_length=64, blank=True)
+    fork_checkpoint_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -193,6 +203,8 @@ class AuditLog(models.Model):
         RUN_STATUS = "run.status"
         INTERRUPT_STATUS = "interrupt.status"
         DECISION = "decision"
+        # A new run forked from one of this run's past answers (``execution.fork``).
+        FORKED = "forked"
 
     id = models.BigAutoField(primary_key=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

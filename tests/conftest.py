@@ -81,7 +81,9 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2",
            # Beat's checkpoint sweep every second, but only for runs ended an hour ago:
            # those test_checkpoint_pruning backdates, never a thread a test is reading.
-           "CHECKPOINT_PRUNE_SECONDS": "1", "CHECKPOINT_PRUNE_AFTER_SECONDS": "3600"}
+           "CHECKPOINT_PRUNE_SECONDS": "1", "CHECKPOINT_PRUNE_AFTER_SECONDS": "3600",
+           # Reviewer presence lapses 4 s after a page stops renewing it (killed tab).
+           "PRESENCE_TTL_SECONDS": "4"}
     # Every process's metrics in one place, summed by /metrics (tests/observability).
     metrics_dir(env, tmp_path_factory.mktemp("metrics"))
     worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")

@@ -28,8 +28,10 @@ from hitl.admin.filters import (
     OverdueFilter,
     StatusFilter,
 )
+from hitl.admin.presence import presence_cell
 from hitl.models import AgentInterrupt
 from hitl.policies import assigned_names, tally
+from hitl.presence import NotLookedAtFilter
 from hitl.selectors import decidable_interrupts
 from pages.markdown import render_inline
 
@@ -43,7 +45,8 @@ class AgentInterruptAdmin(BulkActions, DecidePage, ReadOnlyAdmin):
     list_display = ["age", "kind", "question", "agent", "requester", "assigned_to", "approvals",
                     "time_left", "status"]
     list_display_links = ["question"]
-    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter]
+    list_filter = [StatusFilter, KindFilter, AgentFilter, OverdueFilter, AssignmentFilter,
+                   NotLookedAtFilter]
     list_select_related = ["run", "run__owner"]
     # Django's full count would be a second COUNT over every row the user may see.
     show_full_result_count = False
@@ -103,11 +106,13 @@ class AgentInterruptAdmin(BulkActions, DecidePage, ReadOnlyAdmin):
     def question(self, obj: AgentInterrupt) -> str:
         text = obj.message or f"({obj.kind})"
         if len(text) <= 200:
-            return render_inline(text)  # `code` and **bold** as the card's title shows them
+            # `code` and **bold** as the card's title shows them; who is on it below.
+            return format_html("{}{}", render_inline(text), presence_cell(obj))
         # Cut on a word boundary: the column is wide enough for two or three lines (a
         # word longer than that wraps: admin_queue.css). The whole question is its title.
-        return format_html('<span title="{}">{}</span>', text[:2000],
-                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"))
+        return format_html('<span title="{}">{}</span>{}', text[:2000],
+                           render_inline(text[:200].rsplit(" ", 1)[0] + " …"),
+                           presence_cell(obj))
 
     @admin.display(description="agent", ordering="run__agent")
     def agent(self, obj: AgentInterrupt) -> str:

@@ -28,6 +28,8 @@
     let away = false;
     return window.agentsiteEvents.open(url, {
       onEvent(data) {
+        // Other scripts follow the queue too (presence.js): each event passed on.
+        document.dispatchEvent(new CustomEvent("agentsite:queue-event", { detail: data }));
         if (data && data.type === "interrupts_changed") handle(data);
       },
       onGap() {

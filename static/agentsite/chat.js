@@ -361,6 +361,8 @@
       refreshComposer();
     },
     onEvent(data) {
+      // Other scripts follow the queue too (presence.js): each event passed on.
+      document.dispatchEvent(new CustomEvent("agentsite:queue-event", { detail: data }));
       if (data && data.type === "interrupts_changed" && byId("run-" + data.run_id)) {
         refreshRun(data.run_id, {});
         if (data.run_id === runId) refreshComposer();

@@ -67,9 +67,6 @@ class RunCreate(Body):
             why = "webhook (configure the site's signed webhooks instead)"
         elif self.after_seconds:
             why = "after_seconds (delayed runs)"
-        elif self.multitask_strategy == "enqueue":
-            why = "multitask_strategy 'enqueue' (a thread runs one run at a time: reject, " \
-                  "interrupt or rollback)"
         elif self.command is not None and (self.command.goto not in (None, [])
                                            or self.command.update not in (None, {}, [])):
             why = "command.goto / command.update (a run is resumed with command.resume)"

@@ -139,7 +139,8 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
         # someone else's answers as a missing one) and that it is idle.
         return run_start(owner=user, agent=agent.name, input=agent_input, message=message,
                          thread_id=thread_id, create_thread=body.if_not_exists == "create",
-                         surface=SURFACE, metadata=body.metadata, stream_modes=modes)
+                         surface=SURFACE, metadata=body.metadata, stream_modes=modes,
+                         enqueue=body.multitask_strategy == "enqueue")
 
     try:
         run = started()

@@ -109,7 +109,10 @@ def _assistant_versions(request: HttpRequest, user: Any, assistant_id: str) -> H
 
 # --- Threads ------------------------------------------------------------------------
 
+# A thread's status is its latest run's; a run waiting behind it does not hide that the
+# run holding the thread is interrupted (or busy).
 _LATEST = Subquery(AgentRun.objects.filter(conversation=OuterRef("pk"))
+                   .exclude(status=AgentRun.Status.WAITING)
                    .order_by("-created_at").values("status")[:1])
 
 
@@ -121,8 +124,8 @@ def _thread_out(conversation: Conversation, latest_status: str | None) -> dict[s
 
 
 def _latest_status(conversation: Conversation) -> str | None:
-    return (conversation.runs.order_by("-created_at").values_list("status", flat=True)
-            .first())
+    return (conversation.runs.exclude(status=AgentRun.Status.WAITING)
+            .order_by("-created_at").values_list("status", flat=True).first())
 
 
 def _threads_create(request: HttpRequest, user: Any) -> HttpResponse:

@@ -75,11 +75,15 @@ class AgentRun(models.Model):
         # The model provider failed transiently (or a person asked for a retry): the
         # segment goes on from its last checkpoint at ``retry_at`` (execution.retries).
         RETRYING = "retrying"
+        # Started behind the thread's unfinished run (LangGraph's multitask_strategy
+        # "enqueue"): queued once that run ends (``runs.queue``).
+        WAITING = "waiting"
 
-    # Unfinished: at most one per thread.
+    # Unfinished and holding the thread: at most one per thread.
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING, Status.RETRYING)
-    # A worker owes or does work: it will still publish on the run's channel.
-    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING, Status.RETRYING)
+    # A worker owes or does work (or will, for a waiting run): it will still publish on
+    # the run's channel.
+    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING, Status.RETRYING, Status.WAITING)
     FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
                 Status.CANCELLED, Status.EXPIRED)
 
@@ -134,6 +138,9 @@ class AgentRun(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     total_tokens = models.PositiveBigIntegerField(default=0)
+    # Runs wait behind this one for its thread (``runs.queue``): its end queues the
+    # oldest. A flag on the row, so the end of a run nobody waits for reads nothing more.
+    runs_waiting = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -95,3 +95,25 @@ def test_a_waiting_run_cancelled_is_skipped_and_roles_apply(lg):
     assert owner.runs.join(tid, third["run_id"])["topic"] == "three"
     assert not AuditLog.objects.filter(run_id=second["run_id"], to_status="queued",
                                        from_status="waiting").exists()
+
+
+def test_a_failed_run_hands_the_thread_on(lg):
+    client = lg("owner")
+    tid = client.threads.create()["thread_id"]
+    first = client.runs.create(tid, "faulty", input={})
+    assert "__interrupt__" in client.runs.join(tid, first["run_id"])
+    second = client.runs.create(tid, "faulty", input={"messages": ["next"]},
+                                multitask_strategy="enqueue")
+    assert AgentRun.objects.get(pk=first["run_id"]).runs_waiting
+
+    # The answer makes the first run's graph raise: its failure queues the second.
+    assert "__error__" in client.runs.wait(tid, "faulty", command={"resume": {"value": "x"}},
+                                           raise_error=False)
+    assert "__interrupt__" in client.runs.join(tid, second["run_id"])
+    rows = list(AuditLog.objects.filter(run_id=second["run_id"], action="run.status")
+                .values_list("from_status", "to_status", "payload"))
+    assert rows[:2] == [
+        ("", "waiting", {"input": {}, "message": "next", "behind_run": first["run_id"],
+                         "behind_status": "paused"}),
+        ("waiting", "queued", {"after_run": first["run_id"], "after_status": "failed"})]
+    assert rows[2][:2] == ("queued", "running")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentsite.outbound import check_url
 from lgapi.http import LgError
 
 JsonObject = dict[str, Any]
@@ -56,6 +58,26 @@ class RunCreate(Body):
                           f"use any of {', '.join(STREAM_MODES)}")
         return list(dict.fromkeys(modes)) or ["values"]
 
+    def webhook_url(self) -> str:
+        """``webhook``, checked now: an http(s) URL whose host the site may reach
+        (``agentsite.outbound``; checked again at each delivery)."""
+        if not self.webhook:
+            return ""
+        url = self.webhook
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host \
+                or len(url) > 500:
+            raise LgError(422, "webhook must be an http or https URL of at most 500 "
+                          "characters")
+        try:
+            check_url(url)
+        except httpx.HTTPError as err:  # OutboundRefused, or a name that does not resolve
+            raise LgError(422, f"webhook {parsed.host!r} cannot be reached: {err}") from None
+        return url
+
     def refused(self) -> None:
         """Options this server cannot honour: a clear 422 before anything is written."""
         why = None
@@ -63,8 +85,6 @@ class RunCreate(Body):
             why = "checkpoint / checkpoint_id (running from an earlier checkpoint)"
         elif self.interrupt_before or self.interrupt_after:
             why = "interrupt_before / interrupt_after (a graph pauses with interrupt())"
-        elif self.webhook:
-            why = "webhook (configure the site's signed webhooks instead)"
         elif self.after_seconds:
             why = "after_seconds (delayed runs)"
         elif self.command is not None and (self.command.goto not in (None, [])

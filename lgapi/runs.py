@@ -119,6 +119,7 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
     """Start a run (or resume the thread's paused one) as ``body`` says. ``waits``: the
     client waits for the values (``runs.wait``): no stream mode unless it names some."""
     body.refused()
+    webhook = body.webhook_url()
     modes = [] if waits and "stream_mode" not in body.model_fields_set else body.modes()
     agent = shapes.agent_for(body.assistant_id)
     if agent is None:
@@ -140,7 +141,7 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
         return run_start(owner=user, agent=agent.name, input=agent_input, message=message,
                          thread_id=thread_id, create_thread=body.if_not_exists == "create",
                          surface=SURFACE, metadata=body.metadata, stream_modes=modes,
-                         enqueue=body.multitask_strategy == "enqueue")
+                         enqueue=body.multitask_strategy == "enqueue", webhook=webhook)
 
     try:
         run = started()

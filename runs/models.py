@@ -141,6 +141,9 @@ class AgentRun(models.Model):
     # Runs wait behind this one for its thread (``runs.queue``): its end queues the
     # oldest. A flag on the row, so the end of a run nobody waits for reads nothing more.
     runs_waiting = models.BooleanField(default=False)
+    # The LangGraph API's per-run ``webhook``: the run is POSTed there when it ends
+    # (``lgapi.webhook``, delivered as the site's webhooks are: ``hitl.notify``).
+    webhook = models.URLField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

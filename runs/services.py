@@ -172,7 +172,8 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
               message: str = "", thread_id: str | None = None,
               create_thread: bool = False, surface: str = "",
               metadata: dict[str, Any] | None = None,
-              stream_modes: Sequence[str] = (), enqueue: bool = False) -> AgentRun:
+              stream_modes: Sequence[str] = (), enqueue: bool = False,
+              webhook: str = "") -> AgentRun:
     """Create a queued run (and its conversation / messages) and enqueue it on commit.
 
     ``create_thread``: a ``thread_id`` the owner has no conversation for yet starts a
@@ -180,6 +181,7 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     ``metadata``: the client's, kept on the run; ``stream_modes``: LangGraph stream modes
     the worker also publishes for this run (``AgentRun.stream_modes``). ``enqueue``: on
     a busy thread the run is made ``waiting`` behind the thread's run (``runs.queue``).
+    ``webhook``: a URL the run is POSTed to when it ends (``AgentRun.webhook``).
     """
     spec, clean = _validated_input(agent, input)
     holder = None
@@ -197,7 +199,8 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
                 owner=owner, agent=agent, title=(message or agent)[:200])
         run = _create_run(owner=owner, conversation=conversation, spec=spec, clean=clean,
                           message=message, metadata=metadata, stream_modes=stream_modes,
-                          status=Status.WAITING if holder else Status.QUEUED)
+                          status=Status.WAITING if holder else Status.QUEUED,
+                          webhook=webhook)
         queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
                            to_status=run.status, surface=surface,
                            payload={"input": run.input, "message": message,
@@ -268,7 +271,8 @@ def _check_thread_idle(conversation: Conversation) -> None:
 
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
                 message: str, metadata: dict[str, Any] | None = None,
-                stream_modes: Sequence[str] = (), status: str = Status.QUEUED) -> AgentRun:
+                stream_modes: Sequence[str] = (), status: str = Status.QUEUED,
+                webhook: str = "") -> AgentRun:
     # The ids are made here (UUID defaults), so the rows go in without reading any back:
     # the run with its assistant message's id, then both messages with the run's in one
     # INSERT (rows that point at each other; Django's foreign keys are checked at commit).
@@ -276,7 +280,8 @@ def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: Bas
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
                    input=clean.model_dump(mode="json"), assistant_message=assistant,
-                   metadata=metadata or {}, stream_modes=list(stream_modes), status=status)
+                   metadata=metadata or {}, stream_modes=list(stream_modes), status=status,
+                   webhook=webhook)
     try:
         # No savepoint: the conversation is locked and idle, so this is a last guard, and
         # its error ends the transaction, which run_start leaves with the Conflict.

@@ -119,13 +119,17 @@ def _execute(segment: Segment, lost: threading.Event | None, usage: UsageCounter
     # The LangGraph modes the run's client asked for, published as RAW events.
     asked = StreamModes(segment.stream_modes)
     try:
-        for mode, part in graph.stream(graph_input, config,
-                                       stream_mode=own + [m for m in asked.graph_modes()
-                                                          if m not in own],
-                                       durability=settings.AGENTSITE_GRAPH_DURABILITY):
-            raw = asked.events(mode, part)
+        for item in graph.stream(graph_input, config,
+                                 stream_mode=own + [m for m in asked.graph_modes()
+                                                    if m not in own],
+                                 subgraphs=asked.subgraphs,
+                                 durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            ns, mode, part = item if asked.subgraphs else ((), *item)
+            raw = asked.events(mode, part, ns)
             if raw:
                 out.send(raw)
+            if ns and mode != "messages":
+                continue  # a subgraph's own parts are for the client that asked for them
             if mode == "values":
                 end.on_values(part)
                 continue

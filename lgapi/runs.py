@@ -162,11 +162,25 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
                           "cancel it, or use multitask_strategy 'interrupt'.") from None
         if not err.extra.get("run_id"):  # a concurrent start took the thread
             raise LgError(409, f"Thread is busy: {err.detail}") from None
-        # interrupt / rollback: the run holding the thread is cancelled, then ours starts.
+        # interrupt / rollback: the runs waiting for the thread (first: the holder's end
+        # would start one) and the run holding it are cancelled, as LangGraph Server
+        # cancels a thread's pending and running runs; then ours starts.
+        for waiting in (AgentRun.objects.filter(thread_id=thread_id,
+                                                status=AgentRun.Status.WAITING)
+                        .order_by("-created_at").values_list("pk", flat=True)):
+            _cancel_if_unfinished(user, waiting)
         run_cancel(actor=user, run_id=err.extra["run_id"], surface=SURFACE)
         run = started()
     return Plan(run=run, after=0, modes=modes, subgraphs=body.stream_subgraphs,
                 cancel_by=user if body.on_disconnect == "cancel" else None)
+
+
+def _cancel_if_unfinished(user: Any, run_id: Any) -> None:
+    try:
+        run_cancel(actor=user, run_id=run_id, surface=SURFACE)
+    except ServiceError as err:
+        if err.code != "run_finished":  # cancelled meanwhile: nothing to do
+            raise
 
 
 def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) -> Plan:

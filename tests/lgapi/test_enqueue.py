@@ -117,3 +117,18 @@ def test_a_failed_run_hands_the_thread_on(lg):
                          "behind_status": "paused"}),
         ("waiting", "queued", {"after_run": first["run_id"], "after_status": "failed"})]
     assert rows[2][:2] == ("queued", "running")
+
+
+def test_interrupt_cancels_the_waiting_runs_too(lg):
+    client = lg("owner")
+    tid = client.threads.create()["thread_id"]
+    first = client.runs.create(tid, "dev", input={"topic": "one"})
+    client.runs.join(tid, first["run_id"])
+    second = client.runs.create(tid, "dev", input={"topic": "two"},
+                                multitask_strategy="enqueue")
+    # As LangGraph Server: the thread's pending and running runs are cancelled, ours runs.
+    third = client.runs.create(tid, "dev", input={"topic": "three"},
+                               multitask_strategy="interrupt")
+    assert (_status(first), _status(second)) == ("cancelled", "cancelled")
+    assert client.runs.join(tid, third["run_id"])["topic"] == "three"
+    assert not AuditLog.objects.filter(run_id=second["run_id"], to_status="queued").exists()

@@ -284,7 +284,8 @@ def _run_cancel(request: HttpRequest, user: Any, thread_id: str, run_id: str) ->
 
 
 def _modes_param(request: HttpRequest) -> list[str]:
-    modes = request.GET.getlist("stream_mode")
+    # The SDKs send ``stream_mode=`` (empty) when the caller names none: the run's own.
+    modes = [m for m in request.GET.getlist("stream_mode") if m]
     if modes:
         RunCreate(assistant_id="-", stream_mode=modes).modes()  # 422 for an unknown one
     return modes
@@ -312,6 +313,8 @@ def run_join(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> An
 def run_stream(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> Any:
     run = runs.visible_run(user, thread_id, run_id)
     plan = runs.join_plan(run, _modes_param(request), request.headers.get("Last-Event-ID"))
+    if request.GET.get("cancel_on_disconnect") == "true":
+        plan.cancel_by = user  # as on_disconnect="cancel": the run goes with the client
     return _sse(plan, {})
 
 

@@ -1,6 +1,8 @@
 """useStream's engine (``StreamOrchestrator`` of ``@langchain/langgraph-sdk/ui``: what the
 React hook, and Agent Chat UI with it, runs on) in Node against /lg, on the `dev` agent:
-tests/node/lg_use_stream.test.mjs. The same rows and audit as every other door."""
+tests/node/lg_use_stream.test.mjs (a conversation; a message sent while the agent works,
+which useStream queues with ``multitask_strategy="enqueue"``). The same rows and audit as
+every other door."""
 
 from __future__ import annotations
 
@@ -25,8 +27,12 @@ def test_use_stream_flow(live, users):
              "AGENTSITE_TOKEN": users["owner_token"]},
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"node tests failed:\n{done.stdout}\n{done.stderr}"
-    (run,) = AgentRun.objects.all()
-    assert (run.agent, run.status, run.stream_modes) == (
-        "dev", "completed", ["values", "updates", "messages-tuple"])
-    assert list(AuditLog.objects.filter(action="decision").values_list(
-        "surface", flat=True)) == ["langgraph"] * 4
+    # The conversation, then the first run of the queue test answered to its end and the
+    # run queued behind it at its first question.
+    runs = list(AgentRun.objects.order_by("created_at"))
+    assert [r.status for r in runs] == ["completed", "completed", "paused"]
+    assert runs[0].stream_modes == ["values", "updates", "messages-tuple"]
+    assert AuditLog.objects.get(run=runs[2], to_status="waiting").payload[
+        "behind_run"] == str(runs[1].id)
+    assert set(AuditLog.objects.filter(action="decision").values_list(
+        "surface", flat=True)) == {"langgraph"}

@@ -67,3 +67,34 @@ test("a dev conversation through useStream's orchestrator", async () => {
   assert.equal(again.values.outcome, "completed");
   assert.equal((await client.threads.get(tid)).status, "idle");
 });
+
+test("a message sent while the agent works is queued (enqueue) and runs after", async () => {
+  const ui = chat(undefined);
+  const first = ui.submit({ messages: [{ type: "human", content: "one" }], topic: "first" });
+  // Until the first run is made (the thread id is known before its run is started).
+  for (let i = 0; i < 400; i++) {
+    if (ui.threadId && (await client.runs.list(ui.threadId)).length) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.ok(ui.isLoading, "the first run still streams");
+  // Sent while loading: useStream creates it with multitaskStrategy "enqueue".
+  await ui.submit({ messages: [{ type: "human", content: "two" }], topic: "second" });
+  assert.equal(ui.pendingRuns.size, 1);
+  await first;
+  const tid = ui.threadId;
+  const runs = await client.runs.list(tid);
+  assert.deepEqual(runs.map((r) => r.status), ["pending", "interrupted"]);
+  // The first run waits for answers and keeps the thread; answered to its end (here from
+  // another client), the queued run starts and the orchestrator shows its question.
+  for (const resume of [{ value: "A" }, { value: "red" }, { values: ["metrics"] },
+                        { approved: true }]) {
+    await client.runs.wait(tid, "dev", { command: { resume } });
+  }
+  for (let i = 0; i < 400 && (ui.pendingRuns.size || ui.isLoading || !ui.interrupt); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(ui.values.topic, "second");
+  assert.equal(ui.interrupt.value.type, "input");
+  assert.deepEqual((await client.runs.list(tid)).map((r) => r.status),
+                   ["interrupted", "success"]);
+});

@@ -25,12 +25,17 @@ def test_join_stream_without_modes_streams_the_runs_own(lg):
 def test_join_stream_cancel_on_disconnect(lg):
     client = lg("owner")
     tid = client.threads.create()["thread_id"]
-    run = client.runs.create(tid, "slow_counted", input={})
-    stream = client.runs.join_stream(tid, run["run_id"], stream_mode="values",
+    first = client.runs.create(tid, "dev", input={"topic": "one"})
+    client.runs.join(tid, first["run_id"])
+    # A run waiting behind the paused first one: joined, its client goes before it ran.
+    second = client.runs.create(tid, "dev", input={"topic": "two"},
+                                multitask_strategy="enqueue")
+    stream = client.runs.join_stream(tid, second["run_id"], stream_mode="values",
                                      cancel_on_disconnect=True)
     assert next(stream).event == "metadata"
-    stream.close()  # the client goes before the segment's end
+    stream.close()
     deadline = time.monotonic() + 20
-    while AgentRun.objects.get(pk=run["run_id"]).status != "cancelled":
-        assert time.monotonic() < deadline, AgentRun.objects.get(pk=run["run_id"]).status
+    while AgentRun.objects.get(pk=second["run_id"]).status != "cancelled":
+        assert time.monotonic() < deadline, AgentRun.objects.get(pk=second["run_id"]).status
         time.sleep(0.05)
+    assert AgentRun.objects.get(pk=first["run_id"]).status == "paused"

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "hitl",
     "workspace",
     "pages",
+    "lgapi",  # the LangGraph API's run webhooks (lgapi.webhook)
 ]
 
 MIDDLEWARE = [
@@ -270,6 +271,9 @@ CELERY_INCLUDE = ["hitl.tasks", "execution.policy_tasks"]
 HITL_WEBHOOK_MAX_RETRIES = env_int("HITL_WEBHOOK_MAX_RETRIES", 5)
 HITL_WEBHOOK_BACKOFF = env_seconds("HITL_WEBHOOK_BACKOFF", 2.0)
 HITL_WEBHOOK_TIMEOUT = env_seconds("HITL_WEBHOOK_TIMEOUT", 10.0)
+# Signs the POSTs to a run's own webhook (the LangGraph API's ``webhook``) as an agent
+# webhook's secret signs its own; unset: they go unsigned, as LangGraph Server sends them.
+RUN_WEBHOOK_SECRET = env_str("RUN_WEBHOOK_SECRET", "")
 
 # --- Email (notifications) ---------------------------------------------------
 # The console backend unless EMAIL_HOST is set: then SMTP with these settings.

@@ -150,11 +150,15 @@ def _stream(run: _Run, segment: Segment, ours: _Ownership) -> bool:
     modes = own + [m for m in run.asked.graph_modes() if m not in own]
     end = run.end
     try:
-        for mode, part in run.graph.stream(run.graph_input, run.config, stream_mode=modes,
-                                           durability=settings.AGENTSITE_GRAPH_DURABILITY):
-            raw = run.asked.events(mode, part)
+        for item in run.graph.stream(run.graph_input, run.config, stream_mode=modes,
+                                     subgraphs=run.asked.subgraphs,
+                                     durability=settings.AGENTSITE_GRAPH_DURABILITY):
+            ns, mode, part = item if run.asked.subgraphs else ((), *item)
+            raw = run.asked.events(mode, part, ns)
             if raw:
                 run.out.send(raw)
+            if ns and mode != "messages":
+                continue  # a subgraph's own parts are for the client that asked for them
             if mode == "values":
                 end.on_values(part)
                 continue

@@ -24,6 +24,10 @@ from ag_ui.core import RawEvent
 from pydantic import BaseModel
 
 SOURCE = "langgraph"
+# Not a mode: kept among a run's modes when its client asked for ``stream_subgraphs``.
+# The graph is then streamed with ``subgraphs=True``, and each part carries its
+# subgraph namespace (``ns``: LangGraph's, e.g. ``["child:<task id>"]``).
+SUBGRAPHS = "subgraphs"
 # The client's mode → the graph's stream mode that produces it.
 GRAPH_MODES = {
     "values": "values",
@@ -66,7 +70,9 @@ class StreamModes:
     RAW event the worker publishes."""
 
     def __init__(self, requested: Iterable[str]) -> None:
+        requested = list(requested)
         self.graph = {GRAPH_MODES[m] for m in requested if m in GRAPH_MODES}
+        self.subgraphs = SUBGRAPHS in requested and bool(self.graph)
 
     def graph_modes(self) -> list[str]:
         return sorted(self.graph)

@@ -223,8 +223,11 @@ class WebhookDelivery(models.Model):
         FAILED = "failed"
 
     id = models.BigAutoField(primary_key=True)
-    webhook = models.ForeignKey(AgentWebhook, on_delete=models.CASCADE,
-                                related_name="deliveries")
+    # An agent's webhook; or none, for a run's own (the LangGraph API's ``webhook``):
+    # then ``url``, signed with RUN_WEBHOOK_SECRET when it is set.
+    webhook = models.ForeignKey(AgentWebhook, on_delete=models.CASCADE, null=True,
+                                blank=True, related_name="deliveries")
+    url = models.URLField(max_length=500, blank=True)
     event = models.CharField(max_length=40)
     body = models.JSONField()
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)

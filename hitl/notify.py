@@ -102,9 +102,10 @@ def anyone_for(run: AgentRun) -> bool:
 def anyone_for_end(run: AgentRun) -> bool:
     """Would the end of the run reach anyone (``recipients`` for ``run.finished``): an
     assignee of one of its questions, else the requester by email; or a webhook of the
-    agent. From the run's ``RUN_FACTS``: the run must have been read with them."""
+    agent; or the run's own webhook (``AgentRun.webhook``). From the run's ``RUN_FACTS``:
+    the run must have been read with them."""
     return (bool(run.notify_run_assigned) or bool(run.notify_owner_email)
-            or bool(run.notify_agent_hooked))
+            or bool(run.notify_agent_hooked) or bool(run.webhook))
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -258,6 +259,15 @@ def deliver(*, event: str, run_id: str, interrupt_pk: str | None = None,
     return {"emails": sent, "webhooks": len(deliveries)}
 
 
+def webhook_owe(*, url: str, event: str, body: dict[str, Any]) -> WebhookDelivery:
+    """Owe one POST of ``body`` to ``url`` (a run's own webhook), in the caller's
+    transaction: its row commits with the change that makes it due, its task is sent on
+    commit; retried, logged and resent by the reaper as the agents' webhooks are."""
+    item = WebhookDelivery.objects.create(url=url, event=event, body=body)
+    transaction.on_commit(lambda: send_task(DELIVER_TASK, item.pk), robust=True)
+    return item
+
+
 def deliver_webhook(delivery_id: int) -> bool | None:
     """One POST attempt of a delivery: True delivered, False to retry, None nothing to do.
     The row's attempt count is the budget (``retry_in``), whichever task made them."""
@@ -271,13 +281,17 @@ def deliver_webhook(delivery_id: int) -> bool | None:
     if item is None:
         return None
     raw = json.dumps(item.body, separators=(",", ":"), sort_keys=True).encode()
-    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(item.webhook.secret, raw),
+    url, secret = ((item.webhook.url, item.webhook.secret) if item.webhook is not None
+                   else (item.url, settings.RUN_WEBHOOK_SECRET))
+    headers = {"Content-Type": "application/json",
                "X-Agentsite-Event": item.event, "X-Agentsite-Delivery": str(item.pk)}
+    if secret:
+        headers[SIGNATURE_HEADER] = sign(secret, raw)
     code, error = None, ""
     try:
         # Not to internal addresses (agentsite.outbound: OutboundRefused, a failed attempt).
         with outbound_client(timeout=settings.HITL_WEBHOOK_TIMEOUT) as client:
-            response = client.post(item.webhook.url, content=raw, headers=headers)
+            response = client.post(url, content=raw, headers=headers)
         code = response.status_code
     except httpx.HTTPError as err:
         error = f"{type(err).__name__}: {err}"

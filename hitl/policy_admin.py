@@ -71,7 +71,8 @@ class AgentWebhookAdmin(admin.ModelAdmin):
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyAdmin):
-    list_display = ["id", "event", "webhook", "status", "attempts", "last_status_code",
+    # ``url``: a run's own webhook (the LangGraph API's), when ``webhook`` is empty.
+    list_display = ["id", "event", "webhook", "url", "status", "attempts", "last_status_code",
                     "created_at", "delivered_at"]
     list_filter = ["status", "event"]
     list_select_related = ["webhook"]

@@ -8,8 +8,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentsite.outbound import check_url
 from lgapi.http import LgError
 
 JsonObject = dict[str, Any]
@@ -63,6 +65,26 @@ class RunCreate(Body):
         resuming = self.command is not None and "resume" in self.command.model_fields_set
         return found if isinstance(found, str) and found and resuming else None
 
+    def webhook_url(self) -> str:
+        """``webhook``, checked now: an http(s) URL whose host the site may reach
+        (``agentsite.outbound``; checked again at each delivery)."""
+        if not self.webhook:
+            return ""
+        url = self.webhook
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host \
+                or len(url) > 500:
+            raise LgError(422, "webhook must be an http or https URL of at most 500 "
+                          "characters")
+        try:
+            check_url(url)
+        except httpx.HTTPError as err:  # OutboundRefused, or a name that does not resolve
+            raise LgError(422, f"webhook {parsed.host!r} cannot be reached: {err}") from None
+        return url
+
     def refused(self) -> None:
         """Options this server cannot honour: a clear 422 before anything is written."""
         why = None
@@ -71,13 +93,8 @@ class RunCreate(Body):
                    "checkpoint answers the question pending there differently)")
         elif self.interrupt_before or self.interrupt_after:
             why = "interrupt_before / interrupt_after (a graph pauses with interrupt())"
-        elif self.webhook:
-            why = "webhook (configure the site's signed webhooks instead)"
         elif self.after_seconds:
             why = "after_seconds (delayed runs)"
-        elif self.multitask_strategy == "enqueue":
-            why = "multitask_strategy 'enqueue' (a thread runs one run at a time: reject, " \
-                  "interrupt or rollback)"
         elif self.command is not None and (self.command.goto not in (None, [])
                                            or self.command.update not in (None, {}, [])):
             why = "command.goto / command.update (a run is resumed with command.resume)"

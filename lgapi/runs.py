@@ -18,6 +18,7 @@ from django.db.models import OuterRef, QuerySet
 from agentsite.errors import ServiceError
 from agentsite.limits import check_answer_size
 from execution.lifecycle import interrupts_answer, run_cancel
+from execution.stream_modes import SUBGRAPHS
 from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide, visible_conversations
@@ -48,6 +49,8 @@ class Plan:
     ended: str | None = None
     # A rejoin's Last-Event-ID: the rest of the segment holding that event comes next.
     last_event_id: int | None = None
+    # ``stream_subgraphs``: subgraphs' parts too, their event named ``<mode>|<ns>``.
+    subgraphs: bool = False
 
     @property
     def run_id(self) -> str:
@@ -120,7 +123,10 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
     """Start a run (or resume the thread's paused one) as ``body`` says. ``waits``: the
     client waits for the values (``runs.wait``): no stream mode unless it names some."""
     body.refused()
+    webhook = body.webhook_url()
     modes = [] if waits and "stream_mode" not in body.model_fields_set else body.modes()
+    # The worker streams subgraphs for the run (execution.stream_modes.SUBGRAPHS).
+    kept = [*modes, SUBGRAPHS] if body.stream_subgraphs and modes else modes
     agent = shapes.agent_for(body.assistant_id)
     if agent is None:
         raise LgError(404, f"Assistant {body.assistant_id} not found")
@@ -136,7 +142,9 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
             run = fork_from_checkpoint(user, visible_thread(user, thread_id),
                                        body.fork_checkpoint(), body.command.resume, modes)
             return Plan(run=run, after=0, modes=modes, live=run.status in AgentRun.LIVE)
-        return resume(user, thread_id, body.command.resume, modes, agent.name)
+        plan = resume(user, thread_id, body.command.resume, kept, agent.name)
+        plan.modes, plan.subgraphs = modes, body.stream_subgraphs
+        return plan
     message, agent_input = split_input(body.input, body.context)
 
     def started() -> AgentRun:
@@ -144,7 +152,8 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
         # someone else's answers as a missing one) and that it is idle.
         return run_start(owner=user, agent=agent.name, input=agent_input, message=message,
                          thread_id=thread_id, create_thread=body.if_not_exists == "create",
-                         surface=SURFACE, metadata=body.metadata, stream_modes=modes)
+                         surface=SURFACE, metadata=body.metadata, stream_modes=kept,
+                         enqueue=body.multitask_strategy == "enqueue", webhook=webhook)
 
     try:
         run = started()
@@ -158,11 +167,25 @@ def start(user: Any, body: RunCreate, thread_id: str | None, *, waits: bool = Fa
                           "cancel it, or use multitask_strategy 'interrupt'.") from None
         if not err.extra.get("run_id"):  # a concurrent start took the thread
             raise LgError(409, f"Thread is busy: {err.detail}") from None
-        # interrupt / rollback: the run holding the thread is cancelled, then ours starts.
+        # interrupt / rollback: the runs waiting for the thread (first: the holder's end
+        # would start one) and the run holding it are cancelled, as LangGraph Server
+        # cancels a thread's pending and running runs; then ours starts.
+        for waiting in (AgentRun.objects.filter(thread_id=thread_id,
+                                                status=AgentRun.Status.WAITING)
+                        .order_by("-created_at").values_list("pk", flat=True)):
+            _cancel_if_unfinished(user, waiting)
         run_cancel(actor=user, run_id=err.extra["run_id"], surface=SURFACE)
         run = started()
-    return Plan(run=run, after=0, modes=modes,
+    return Plan(run=run, after=0, modes=modes, subgraphs=body.stream_subgraphs,
                 cancel_by=user if body.on_disconnect == "cancel" else None)
+
+
+def _cancel_if_unfinished(user: Any, run_id: Any) -> None:
+    try:
+        run_cancel(actor=user, run_id=run_id, surface=SURFACE)
+    except ServiceError as err:
+        if err.code != "run_finished":  # cancelled meanwhile: nothing to do
+            raise
 
 
 def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) -> Plan:
@@ -208,8 +231,9 @@ def join_plan(run: AgentRun, modes: list[str], last_event_id: str | None) -> Pla
     live = run.status in AgentRun.LIVE
     if not live and last is not None:
         live = last < _counter(run.id)  # events the client has not had yet
-    return Plan(run=run, after=-1, modes=modes or list(run.stream_modes) or ["values"],
-                live=live, last_event_id=last)
+    kept = [m for m in run.stream_modes if m != SUBGRAPHS]
+    return Plan(run=run, after=-1, modes=modes or kept or ["values"], live=live,
+                last_event_id=last, subgraphs=SUBGRAPHS in run.stream_modes)
 
 
 def thread_runs(conversation: Conversation) -> QuerySet[AgentRun]:

@@ -25,7 +25,7 @@ RUN_STATUS = {
     Status.QUEUED: "pending", Status.RUNNING: "running", Status.RESUMING: "running",
     Status.RETRYING: "running", Status.PAUSED: "interrupted", Status.COMPLETED: "success",
     Status.REJECTED: "success", Status.BLOCKED: "success", Status.FAILED: "error",
-    Status.CANCELLED: "interrupted", Status.EXPIRED: "timeout",
+    Status.CANCELLED: "interrupted", Status.EXPIRED: "timeout", Status.WAITING: "pending",
 }
 # The thread's status, from its latest run's.
 THREAD_STATUSES: dict[str, tuple[str, ...]] = {

@@ -177,15 +177,21 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
             part = raw.get("event") if raw.get("source") == SOURCE else None
             if not isinstance(part, dict):
                 continue
-            mode, data = part.get("mode"), part.get("data")
+            mode, data, ns = part.get("mode"), part.get("data"), part.get("ns") or []
+            # A subgraph's part, as LangGraph Server names it: ``<mode>|<ns>|…``. A
+            # client that did not ask for subgraphs gets their messages only, as the
+            # graph streams those without ``subgraphs`` too.
+            suffix = "|" + "|".join(map(str, ns)) if ns and plan.subgraphs else ""
+            if ns and not plan.subgraphs and mode != "messages":
+                continue
             if mode == "messages":
                 if tuples:
-                    yield frame("messages", data, tracked.last)
+                    yield frame("messages" + suffix, data, tracked.last)
                 if whole:
                     for text in messages.frames(data, tracked.last):
                         yield text
             elif mode in wanted:
-                yield frame(mode, data, tracked.last)
+                yield frame(mode + suffix, data, tracked.last)
 
 
 async def wait_end(plan: Plan) -> None:

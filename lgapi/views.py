@@ -110,7 +110,10 @@ def _assistant_versions(request: HttpRequest, user: Any, assistant_id: str) -> H
 
 # --- Threads ------------------------------------------------------------------------
 
+# A thread's status is its latest run's; a run waiting behind it does not hide that the
+# run holding the thread is interrupted (or busy).
 _LATEST = Subquery(AgentRun.objects.filter(conversation=OuterRef("pk"))
+                   .exclude(status=AgentRun.Status.WAITING)
                    .order_by("-created_at").values("status")[:1])
 
 
@@ -122,8 +125,8 @@ def _thread_out(conversation: Conversation, latest_status: str | None) -> dict[s
 
 
 def _latest_status(conversation: Conversation) -> str | None:
-    return (conversation.runs.order_by("-created_at").values_list("status", flat=True)
-            .first())
+    return (conversation.runs.exclude(status=AgentRun.Status.WAITING)
+            .order_by("-created_at").values_list("status", flat=True).first())
 
 
 def _threads_create(request: HttpRequest, user: Any) -> HttpResponse:
@@ -284,7 +287,8 @@ def _run_cancel(request: HttpRequest, user: Any, thread_id: str, run_id: str) ->
 
 
 def _modes_param(request: HttpRequest) -> list[str]:
-    modes = request.GET.getlist("stream_mode")
+    # The SDKs send ``stream_mode=`` (empty) when the caller names none: the run's own.
+    modes = [m for m in request.GET.getlist("stream_mode") if m]
     if modes:
         RunCreate(assistant_id="-", stream_mode=modes).modes()  # 422 for an unknown one
     return modes
@@ -312,6 +316,8 @@ def run_join(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> An
 def run_stream(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> Any:
     run = runs.visible_run(user, thread_id, run_id)
     plan = runs.join_plan(run, _modes_param(request), request.headers.get("Last-Event-ID"))
+    if request.GET.get("cancel_on_disconnect") == "true":
+        plan.cancel_by = user  # as on_disconnect="cancel": the run goes with the client
     return _sse(plan, {})
 
 

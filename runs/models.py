@@ -79,11 +79,15 @@ class AgentRun(models.Model):
         # The model provider failed transiently (or a person asked for a retry): the
         # segment goes on from its last checkpoint at ``retry_at`` (execution.retries).
         RETRYING = "retrying"
+        # Started behind the thread's unfinished run (LangGraph's multitask_strategy
+        # "enqueue"): queued once that run ends (``runs.queue``).
+        WAITING = "waiting"
 
-    # Unfinished: at most one per thread.
+    # Unfinished and holding the thread: at most one per thread.
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.PAUSED, Status.RESUMING, Status.RETRYING)
-    # A worker owes or does work: it will still publish on the run's channel.
-    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING, Status.RETRYING)
+    # A worker owes or does work (or will, for a waiting run): it will still publish on
+    # the run's channel.
+    LIVE = (Status.QUEUED, Status.RUNNING, Status.RESUMING, Status.RETRYING, Status.WAITING)
     FINISHED = (Status.COMPLETED, Status.REJECTED, Status.BLOCKED, Status.FAILED,
                 Status.CANCELLED, Status.EXPIRED)
 
@@ -144,6 +148,12 @@ class AgentRun(models.Model):
                                     related_name="forks")
     fork_interrupt_ref = models.CharField(max_length=64, blank=True)
     fork_checkpoint_id = models.CharField(max_length=64, blank=True)
+    # Runs wait behind this one for its thread (``runs.queue``): its end queues the
+    # oldest. A flag on the row, so the end of a run nobody waits for reads nothing more.
+    runs_waiting = models.BooleanField(default=False)
+    # The LangGraph API's per-run ``webhook``: the run is POSTed there when it ends
+    # (``lgapi.webhook``, delivered as the site's webhooks are: ``hitl.notify``).
+    webhook = models.URLField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

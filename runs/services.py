@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
 from observability import metrics, tracing
-from runs import registry
+from runs import queue, registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.signals import run_finished
 from runs.sql import Write, run_lock, run_update
@@ -96,6 +96,8 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
                                           payload=payload, surface=surface)])
     if to in AgentRun.FINISHED:
         run_ended_on_commit(run.id)  # its event counter now expires with its events
+        if run.runs_waiting and before in AgentRun.ACTIVE:
+            queue.run_next_queue(ended=run)  # the thread goes to the oldest waiting run
     if to in AgentRun.FINISHED and notify:
         # The hitl layer (above) tells the assignees or the requester, on commit.
         run_finished.send(sender=AgentRun, run=run)
@@ -171,31 +173,43 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
               message: str = "", thread_id: str | None = None,
               create_thread: bool = False, surface: str = "",
               metadata: dict[str, Any] | None = None,
-              stream_modes: Sequence[str] = ()) -> AgentRun:
+              stream_modes: Sequence[str] = (), enqueue: bool = False,
+              webhook: str = "") -> AgentRun:
     """Create a queued run (and its conversation / messages) and enqueue it on commit.
 
     ``create_thread``: a ``thread_id`` the owner has no conversation for yet starts a
     new conversation with that id (AG-UI clients choose their own thread ids).
     ``metadata``: the client's, kept on the run; ``stream_modes``: LangGraph stream modes
-    the worker also publishes for this run (``AgentRun.stream_modes``).
+    the worker also publishes for this run (``AgentRun.stream_modes``). ``enqueue``: on
+    a busy thread the run is made ``waiting`` behind the thread's run (``runs.queue``).
+    ``webhook``: a URL the run is POSTed to when it ends (``AgentRun.webhook``).
     """
     spec, clean = _validated_input(agent, input)
+    holder = None
     with transaction.atomic():
         if thread_id:
             conversation, created = _locked_thread(
                 owner=owner, agent=agent, thread_id=thread_id, create=create_thread,
                 title=message or agent)
-            if not created:  # a thread made just now has no runs
+            if not created and enqueue:
+                holder = queue.holder_flag(conversation=conversation)
+            elif not created:  # a thread made just now has no runs
                 _check_thread_idle(conversation)
         else:
             conversation = Conversation.objects.create(
                 owner=owner, agent=agent, title=(message or agent)[:200])
         run = _create_run(owner=owner, conversation=conversation, spec=spec, clean=clean,
-                          message=message, metadata=metadata, stream_modes=stream_modes)
+                          message=message, metadata=metadata, stream_modes=stream_modes,
+                          status=Status.WAITING if holder else Status.QUEUED,
+                          webhook=webhook)
         queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
-                           to_status=Status.QUEUED,
-                           payload={"input": run.input, "message": message}, surface=surface)
-        run_enqueue_on_commit(run, audits=[queued])
+                           to_status=run.status, surface=surface,
+                           payload={"input": run.input, "message": message,
+                                    **(queue.waiting_behind(holder) if holder else {})})
+        if holder is None:
+            run_enqueue_on_commit(run, audits=[queued])
+        else:
+            audits_save([queued])  # its task is sent when the holder ends
     tracing.request_attributes(run_id=run.id, user_id=owner.pk)  # the request's span
     return run
 
@@ -259,7 +273,8 @@ def _check_thread_idle(conversation: Conversation) -> None:
 
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
                 message: str, metadata: dict[str, Any] | None = None,
-                stream_modes: Sequence[str] = ()) -> AgentRun:
+                stream_modes: Sequence[str] = (), status: str = Status.QUEUED,
+                webhook: str = "") -> AgentRun:
     # The ids are made here (UUID defaults), so the rows go in without reading any back:
     # the run with its assistant message's id, then both messages with the run's in one
     # INSERT (rows that point at each other; Django's foreign keys are checked at commit).
@@ -267,7 +282,8 @@ def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: Bas
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
                    input=clean.model_dump(mode="json"), assistant_message=assistant,
-                   metadata=metadata or {}, stream_modes=list(stream_modes))
+                   metadata=metadata or {}, stream_modes=list(stream_modes), status=status,
+                   webhook=webhook)
     try:
         # No savepoint: the conversation is locked and idle, so this is a last guard, and
         # its error ends the transaction, which run_start leaves with the Conflict.

@@ -131,6 +131,23 @@ def _one_question(ask: Any) -> StateGraph:
     return graph
 
 
+def subgraph_build() -> StateGraph:
+    """A compiled graph as a node of its parent (its parts carry the node's namespace
+    when streamed with subgraphs), then one question in the parent."""
+    child = StateGraph(Received)
+    child.add_node("inner", lambda state: {"result": {"inner": "ran"}})
+    child.add_edge(START, "inner")
+    child.add_edge("inner", END)
+    parent = StateGraph(Received)
+    parent.add_node("child", child.compile())
+    parent.add_node("ask", lambda state: {"result": {
+        **state["result"], "received": interrupt("The child ran: go on?")}})
+    parent.add_edge(START, "child")
+    parent.add_edge("child", "ask")
+    parent.add_edge("ask", END)
+    return parent
+
+
 def plain_string_build() -> StateGraph:
     return _one_question(lambda: interrupt("Which mission flies next?"))
 

@@ -94,6 +94,8 @@ register(Agent(name="adopter_approve_only", version="1", input_model=NoInput,
                builder=_A + "hitl_approve_only_build", initial_state=_A + "messages_state"))
 register(Agent(name="adopter_string", description="interrupt('a string') (tests)",
                builder=_A + "plain_string_build", **_PLAIN))
+register(Agent(name="adopter_subgraph", description="a subgraph, then a question (tests)",
+               builder=_A + "subgraph_build", **_PLAIN))
 register(Agent(name="adopter_options", description="interrupt({question, options}) (tests)",
                builder=_A + "question_options_build", **_PLAIN))
 register(Agent(name="adopter_typed", description="interrupt(..., response_schema=) (tests)",

@@ -64,6 +64,9 @@ def _database_url() -> str:
     return f"postgresql://{auth}@{d['HOST']}:{d['PORT']}/{d['NAME']}"
 
 
+RUN_WEBHOOK_SECRET = "run-webhook-test-secret"
+
+
 @pytest.fixture(scope="session")
 def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[dict]:
     """Start a Celery worker and a uvicorn server on the test database."""
@@ -79,6 +82,8 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
            "AGENT_MODEL": "",
            # Deadlines swept every 0.5 s; webhook retries after 0.2 s, 0.4 s, ….
            "HITL_SWEEP_SECONDS": "0.5", "HITL_WEBHOOK_BACKOFF": "0.2",
+           # Signs the LangGraph API's run webhooks (tests/lgapi/test_webhook.py).
+           "RUN_WEBHOOK_SECRET": RUN_WEBHOOK_SECRET,
            # Beat's checkpoint sweep every second, but only for runs ended an hour ago:
            # those test_checkpoint_pruning backdates, never a thread a test is reading.
            "CHECKPOINT_PRUNE_SECONDS": "1", "CHECKPOINT_PRUNE_AFTER_SECONDS": "3600",

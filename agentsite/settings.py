@@ -98,13 +98,11 @@ MIDDLEWARE = [
     # The request id on every log line of the request, and in its response.
     "observability.logs.RequestIdMiddleware",
     "agentsite.csp.ContentSecurityPolicyMiddleware",
-    # Django's session, CSRF, auth and messages middleware, which a token-authenticated
-    # /api/, /agui/ or LangGraph API request goes around (agentsite.browser_middleware).
-    "agentsite.browser_middleware.Sessions",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "agentsite.browser_middleware.Csrf",
-    "agentsite.browser_middleware.Authentication",
-    "agentsite.browser_middleware.Messages",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Pages and admin: NUL, lone surrogates, oversized fields, bad action ids -> 400.
     "agentsite.form_guard.FormGuardMiddleware",

@@ -23,8 +23,9 @@ from django.db import transaction
 
 from agentsite.errors import Conflict, Gone, NotFound
 from execution.fork_points import ToolCall, interrupt_checkpoint, tool_calls_after
+from execution.lifecycle import interrupts_answer
 from hitl import policies
-from hitl.decide import Answer, interrupts_decide
+from hitl.decide import Answer
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
 from runs import registry
@@ -110,11 +111,11 @@ def interrupt_fork(*, actor: Any, interrupt_pk: Any, payload: Any, surface: str 
     with transaction.atomic():
         fork = _fork_rows(actor=actor, point=point, surface=surface,
                           stream_modes=stream_modes)
-        # The same decision service as any answer, in this transaction: a refused answer
+        # The one answer entry point, as for any answer, in this transaction: a refused answer
         # (format, four-eyes, assignees, quorum vote) rolls the fork back with it.
         # Returned as it committed (with its questions): no re-read racing its segment.
-        decided = interrupts_decide(actor=actor, run_id=fork.pk, surface=surface, answers=[
-            Answer(interrupt_id=original.interrupt_id, payload=payload)])
+        decided = interrupts_answer(actor=actor, run_id=fork.pk, surface=surface, answers=[
+            Answer(interrupt_id=original.interrupt_id, payload=payload)]).run
     return Forked(run=decided, point=point)
 
 

@@ -15,8 +15,8 @@ from execution.checkpointer import get_checkpointer
 from execution.fencing import FencedCheckpointer
 from runs import registry
 
-# name → (the registered agent it was compiled from, the compiled graph)
-_compiled: dict[str, tuple[Any, Any]] = {}
+# name → (the registered agent and the checkpointer it was compiled with, the graph)
+_compiled: dict[str, tuple[Any, Any, Any]] = {}
 _lock = threading.Lock()
 
 
@@ -26,14 +26,17 @@ def compiled(name: str) -> Any:
     agent = registry.get(name)
     if agent is None:
         raise KeyError(f"unknown agent {name!r}")
+    saver = get_checkpointer()
     found = _compiled.get(name)
-    if found is None or found[0] is not agent:  # not yet, or the agent was registered again
+    # Compiled again when the agent was registered again, or the checkpointer was closed
+    # and made anew (``close_checkpointer``): a graph on a closed pool fails every step.
+    if found is None or found[0] is not agent or found[1] is not saver:
         with _lock:
             found = _compiled.get(name)
-            if found is None or found[0] is not agent:
-                found = _compiled[name] = (agent, compile_graph(
-                    agent, FencedCheckpointer(get_checkpointer())))
-    return found[1]
+            if found is None or found[0] is not agent or found[1] is not saver:
+                found = _compiled[name] = (agent, saver, compile_graph(
+                    agent, FencedCheckpointer(saver)))
+    return found[2]
 
 
 class AgentGraphError(TypeError):

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from observability import metrics
 from runs.models import AgentRun, AuditLog, Message
 
 _RUN = AgentRun._meta
@@ -124,6 +125,8 @@ def writes_together(*, writes: Sequence[Write] = (), audits: Sequence[AuditLog] 
         if audits:
             for audit, (value,) in zip(audits, cursor.fetchall(), strict=True):
                 setattr(audit, pk.attname, value)
+    if audits:  # as audits_save does: the run status changes among them, counted on commit
+        metrics.audits_recorded(audits)
 
 
 def run_update(*, run: AgentRun, fields: Sequence[str], audits: Sequence[AuditLog] = (),

@@ -5,6 +5,7 @@ approve-only), whose approved tool calls run at once."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -22,16 +23,19 @@ NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 
 
 def _npm_ci() -> None:
-    """`npm ci` from the lockfile, once per lockfile content."""
+    """`npm ci` from the lockfile, once per lockfile content. The parallel test processes
+    share tests/node: one installs under a file lock, the others wait and find it done."""
     lock = (NODE_DIR / "package-lock.json").read_bytes()
     stamp = NODE_DIR / "node_modules" / ".agentsite-lock-sha256"
     digest = hashlib.sha256(lock).hexdigest()
-    if stamp.exists() and stamp.read_text() == digest:
-        return
-    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-    stamp.write_text(digest)
+    with open(NODE_DIR / ".npm-ci.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == digest:
+            return
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+        stamp.write_text(digest)
 
 
 def node_test(base_url: str, token: str, script: str) -> None:

@@ -202,59 +202,73 @@ def _tool_decisions(kind: str, request: Any, decision: Any) -> list[tuple[Any, A
             for call, choice in zip(calls, chosen, strict=False)]
 
 
-def deadlines(filters: Filters) -> dict[str, int]:
-    """Of the interrupts raised in the range: overdue now (pending past escalation time,
-    deadline, or ``INTERRUPT_OVERDUE_SECONDS``: ``observability.collectors``),
-    escalated, and expired."""
-    w = where(filters)
-    now = timezone.now()
-    (row,) = _rows(f"""
-        SELECT count(*) FILTER (WHERE i.status = 'pending' AND (i.escalate_at < %s
-                   OR i.expires_at < %s OR i.created_at < %s)) AS overdue,
-               count(*) FILTER (WHERE i.escalated_at IS NOT NULL) AS escalated,
-               count(*) FILTER (WHERE i.status = 'expired') AS expired,
-               count(*) AS raised
-        FROM {INTERRUPTS} i {w.runs} WHERE {w.sql}""",
-        [now, now, now - timedelta(seconds=settings.INTERRUPT_OVERDUE_SECONDS), *w.params])
-    return row
-
-
 # When an interrupt stopped waiting: decided (or answered by default), else for an
 # expired one its deadline, else (cancelled with its run) the run's end.
+# The run is read for those rows only (they are few): no join of every run.
 CLOSED = ("COALESCE(i.decided_at, CASE WHEN i.status = 'expired' THEN i.expires_at END, "
-          "CASE WHEN i.status <> 'pending' THEN COALESCE(r.finished_at, i.created_at) END)")
+          "CASE WHEN i.status <> 'pending' THEN COALESCE((SELECT ended.finished_at "
+          f"FROM {RUNS} ended WHERE ended.id = i.run_id), i.created_at) END)")
 
 
-def backlog(filters: Filters) -> list[dict[str, Any]]:
-    """Interrupts waiting at the end of each day of the range: those waiting before it,
-    plus the day-by-day raised minus closed (a window sum). A time's day is found among
-    the days' first instants (``width_bucket``, a binary search), not by converting each
-    time to the zone's date."""
-    w = where(filters, created=False)
-    begin, stop = filters.bounds()
-    zone = timezone.get_current_timezone()
-    days = [filters.start + timedelta(days=n)
+def _days(filters: Filters) -> list[date]:
+    return [filters.start + timedelta(days=n)
             for n in range((filters.end - filters.start).days + 1)]
-    firsts = [datetime.combine(day, time.min, zone) for day in days]
-    rows = _rows(f"""
-        WITH chosen AS MATERIALIZED (
-            SELECT i.created_at AS opened, {CLOSED} AS closed
-            FROM {INTERRUPTS} i JOIN {RUNS} r ON r.id = i.run_id
-            WHERE {w.sql} AND i.created_at < %s
-        ), moves AS (
-            SELECT width_bucket(opened, %s::timestamptz[]) AS n, 1 AS delta
-            FROM chosen WHERE opened >= %s
-            UNION ALL
-            SELECT width_bucket(closed, %s::timestamptz[]), -1
-            FROM chosen WHERE closed >= %s AND closed < %s
-        ), per_day AS (SELECT n, sum(delta) AS delta FROM moves GROUP BY n)
-        SELECT d.n, ((SELECT count(*) FROM chosen WHERE opened < %s
-                        AND (closed IS NULL OR closed >= %s))
-                     + sum(COALESCE(p.delta, 0)) OVER (ORDER BY d.n))::bigint AS waiting
-        FROM generate_series(1, %s) d(n) LEFT JOIN per_day p ON p.n = d.n
-        ORDER BY d.n""",
-        [*w.params, stop, firsts, begin, firsts, begin, stop, begin, begin, len(days)])
-    return [{"day": days[row["n"] - 1], "waiting": row["waiting"]} for row in rows]
+
+
+def by_day(filters: Filters) -> list[dict[str, Any]]:
+    """The questions raised before the range's end, counted by the day each was raised
+    and the day it closed (``width_bucket`` over the days' first instants and the range's
+    end: 0 before the range, N + 1 after it, NULL still open), with how many of them are
+    overdue now, escalated and expired: one pass, for ``backlog`` and ``deadlines``."""
+    w = where(filters, created=False)
+    _begin, stop = filters.bounds()
+    zone = timezone.get_current_timezone()
+    edges = [datetime.combine(day, time.min, zone) for day in _days(filters)] + [stop]
+    now = timezone.now()
+    return _rows(f"""
+        SELECT width_bucket(i.created_at, %s::timestamptz[]) AS opened,
+               width_bucket({CLOSED}, %s::timestamptz[]) AS closed, count(*) AS n,
+               count(*) FILTER (WHERE i.status = 'pending' AND (i.escalate_at < %s
+                   OR i.expires_at < %s OR i.created_at < %s)) AS overdue,
+               count(*) FILTER (WHERE i.escalated_at IS NOT NULL) AS escalated,
+               count(*) FILTER (WHERE i.status = 'expired') AS expired
+        FROM {INTERRUPTS} i {w.runs}
+        WHERE {w.sql} AND i.created_at < %s
+        GROUP BY 1, 2""",
+        [edges, edges, now, now, now - timedelta(seconds=settings.INTERRUPT_OVERDUE_SECONDS),
+         *w.params, stop])
+
+
+def deadlines(filters: Filters, counted: list[dict[str, Any]] | None = None) -> dict[str, int]:
+    """Of the interrupts raised in the range: overdue now (pending past escalation time,
+    deadline, or ``INTERRUPT_OVERDUE_SECONDS``: ``observability.collectors``),
+    escalated, and expired. ``counted``: ``by_day``'s rows, when read already."""
+    rows = [row for row in (counted if counted is not None else by_day(filters))
+            if row["opened"] >= 1]  # raised in the range
+    return {key: sum(row[key] for row in rows)
+            for key in ("overdue", "escalated", "expired")} | {
+        "raised": sum(row["n"] for row in rows)}
+
+
+def backlog(filters: Filters, counted: list[dict[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:
+    """Interrupts waiting at the end of each day of the range: those waiting before it,
+    plus the day-by-day raised minus closed (sums over ``by_day``'s few hundred rows;
+    ``counted``: those rows, when read already)."""
+    rows = counted if counted is not None else by_day(filters)
+    days = _days(filters)
+    waiting = sum(row["n"] for row in rows
+                  if row["opened"] == 0 and (row["closed"] is None or row["closed"] >= 1))
+    delta = [0] * (len(days) + 2)
+    for row in rows:
+        delta[row["opened"]] += row["n"]
+        if row["closed"] is not None:
+            delta[row["closed"]] -= row["n"]
+    out = []
+    for n, day in enumerate(days, start=1):
+        waiting += delta[n]
+        out.append({"day": day, "waiting": waiting})
+    return out
 
 
 def usage(filters: Filters) -> dict[str, list[dict[str, Any]]]:
@@ -304,9 +318,15 @@ def _money(cost: Decimal | None) -> str:
 
 
 def choices() -> dict[str, list[str]]:
-    """The filters' options: agents and formats seen, and the groups."""
+    """The filters' options: agents and formats seen, and the groups. The formats by a
+    loose scan of their index (migration 0011): one probe per format."""
     return {"agent": sorted(AgentRun.objects.values_list("agent", flat=True).distinct()
                             .order_by()),
-            "format": sorted(AgentInterrupt.objects.values_list("kind", flat=True)
-                             .distinct().order_by()),
+            "format": [row["kind"] for row in _rows(f"""
+                WITH RECURSIVE seen AS (
+                    SELECT min(kind) AS kind FROM {INTERRUPTS}
+                    UNION ALL
+                    SELECT (SELECT min(kind) FROM {INTERRUPTS} WHERE kind > seen.kind)
+                    FROM seen WHERE seen.kind IS NOT NULL)
+                SELECT kind FROM seen WHERE kind IS NOT NULL""", [])],
             "group": list(Group.objects.order_by("name").values_list("name", flat=True))}

@@ -46,4 +46,8 @@ class Migration(migrations.Migration):
             "WHERE insights_tool_decisions IS NULL AND decision IS NOT NULL "
             "AND kind IN ('hitl_request', 'tool_approval', 'review')",
             "DROP INDEX insights_tool_decisions_unread"),
+        # The formats seen (the page's filter), read by a loose index scan: a few probes,
+        # not a pass over every question (observability.insights.choices).
+        migrations.RunSQL("CREATE INDEX insights_interrupt_kinds ON hitl_agentinterrupt (kind)",
+                          "DROP INDEX insights_interrupt_kinds"),
     ]

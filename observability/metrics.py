@@ -69,6 +69,15 @@ MODEL_FAILURES = Counter("agentsite_model_failures", "Chat model calls that rais
                          ["model", "error"])
 MODEL_RETRIES = Counter("agentsite_model_retries",
                         "Chat model calls retried (LangChain's with_retry).", ["model"])
+# A provider SDK's own attempts, seen in our HTTP client (observability.model_http).
+MODEL_HTTP_ATTEMPTS = Counter(
+    "agentsite_model_http_attempts",
+    "HTTP requests to model providers, by outcome class (2xx, 4xx, 429, 5xx, timeout, "
+    "connection).", ["model", "outcome"])
+MODEL_HTTP_RETRIES = Counter(
+    "agentsite_model_http_retries",
+    "HTTP requests a provider SDK retried, by the failure class of the attempt retried.",
+    ["model", "class"])
 OPEN_STREAMS = Gauge("agentsite_open_streams",
                      "Event streams open now (REST SSE, AG-UI, LangGraph API).", ["surface"],
                      multiprocess_mode="livesum")

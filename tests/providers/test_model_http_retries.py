@@ -11,8 +11,8 @@ from django.test import override_settings
 from langchain.chat_models import init_chat_model
 from prometheus_client import REGISTRY
 
-from agentsite.processes import free_port
 from agents.chat_model import provider_options
+from agentsite.processes import free_port
 from tests.providers.fake_openai import MODEL
 
 ATTEMPTS, RETRIES = "agentsite_model_http_attempts_total", "agentsite_model_http_retries_total"

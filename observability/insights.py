@@ -1,8 +1,10 @@
-"""The figures of the admin's Insights page, each computed by one SQL query over the
-interrupts raised in a date range (Postgres: ``percentile_cont`` for the medians,
-``jsonb_array_elements`` for the tools of a batched request, a window sum for the
-backlog), filtered by agent, format and assignee group. Nothing is looped over in Python
-but the rows each query returns (a handful per agent, format, reviewer, tool or day).
+"""The figures of the admin's Insights page over the interrupts raised in a date range,
+filtered by agent, format and assignee group, each from one SQL query (Postgres:
+``percentile_cont`` for the medians; a stored generated column of each decided question's
+tools and decisions, grouped; one count of the questions by the day raised and the day
+closed for the backlog and the deadlines). Nothing is looped over in Python but the rows
+each query returns (a handful per agent, format, reviewer, tool combination or day).
+docs/observability.md ("Insights") says why each is read the way it is.
 """
 
 from __future__ import annotations

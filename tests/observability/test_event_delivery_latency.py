@@ -2,8 +2,8 @@
 event a stream hands to its client: a REST SSE stream of a scripted run, opened on a
 paused run (its events read back from the store) and kept open through an answer (the
 next segment's events live), moves the histogram's count by exactly the number of
-events the client received. The publish time rides in the store and the fan-out, not in
-what the client gets."""
+events the client received; an AG-UI segment by the number of events it relayed. The
+publish time rides in the store and the fan-out, not in what the client gets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import answer, pending, start_run, wait_run
+from runs.models import AgentRun
+from tests.agui_client import run_input, run_segment
+from tests.helpers import answer, pending, published_events, start_run, wait_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,3 +56,24 @@ def test_every_event_a_run_stream_delivers_is_timed_once(api):
     assert sum(moved.values()) == len(received), (moved, received)
     assert moved.get("stored", 0) > 0 and moved.get("live", 0) > 0, moved
     assert pending(wait_run(client, run["id"], "paused"))["kind"] == "select"
+
+
+def agui_delivered(reader) -> float:
+    text = reader.get("/metrics").text
+    return sum(s.value for family in text_string_to_metric_families(text)
+               for s in family.samples
+               if s.name == DELIVERED and s.labels["surface"] == "agui")
+
+
+def test_an_agui_segment_times_each_event_it_relays(api):
+    """The AG-UI stream of a new run relays the worker's events (the view adds its own
+    around them, which have no publish time): each relayed one is timed once."""
+    client, reader = api("owner"), api("reviewer")
+    before = agui_delivered(reader)
+    body = run_input(forwardedProps={"input": {"topic": "latency"}})
+    segment = run_segment(client, "dev", body)
+    assert segment[-1]["outcome"]["type"] == "interrupt"
+    run = AgentRun.objects.get(thread_id=body["threadId"])
+    published = published_events(str(run.id))
+    assert published[-1]["type"] == "RUN_FINISHED"
+    assert agui_delivered(reader) - before == len(published)

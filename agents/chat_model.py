@@ -51,6 +51,7 @@ from agentsite.outbound import (
     outbound_client,
 )
 from execution.calls import AbortableTransport
+from observability.model_http import CountedTransport
 from runs import registry
 
 OFFLINE_NAME = registry.OFFLINE_MODEL
@@ -145,7 +146,9 @@ def provider_options(provider: str) -> dict[str, Any]:
     if provider in ("openai", "azure_openai"):
         # Connections a cancel cuts (execution.calls): a cancelled run's call ends at once;
         # each request checked first (agentsite.outbound).
-        options.update(http_client=outbound_client(AbortableTransport(), timeout=timeout),
+        # Every attempt counted, the SDK's retries too (observability.model_http).
+        options.update(http_client=outbound_client(CountedTransport(AbortableTransport()),
+                                                   timeout=timeout),
                        http_async_client=outbound_async_client(timeout=timeout))
     if provider == "anthropic":
         check_url(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")

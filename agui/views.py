@@ -305,6 +305,7 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
         return
     ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
     async with RunEvents(plan.run_id) as events:
+        events.surface = "agui"  # its delivery latency
         after = plan.after if plan.after >= 0 else await _live_start(events)
         # Lost events (Redis was down when the segment ended): the run's true state from
         # the database, the same events a pause or a connect gives, never an error.

@@ -26,6 +26,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from observability.model_http import CountedTransport
+
 # ``httpcore.SOCKET_OPTION``'s shape, spelled out (httpcore exports no name for it).
 SocketOptions = Iterable[tuple[int, int, int | bytes] | tuple[int, int, None, int]] | None
 
@@ -204,4 +206,5 @@ def http_client(**options: Any) -> httpx.Client:
     """An ``httpx.Client`` whose calls a cancel cuts (module doc): pass it to a chat model
     (``ChatOpenAI(http_client=...)``, ``init_chat_model(..., http_client=...)``).
     ``options``: httpx.Client's (``timeout``, ``headers``...), not ``transport``."""
-    return httpx.Client(transport=AbortableTransport(), **options)
+    # Each attempt counted, the SDK's own retries too (observability.model_http).
+    return httpx.Client(transport=CountedTransport(AbortableTransport()), **options)

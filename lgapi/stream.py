@@ -145,6 +145,7 @@ def _cancel_quietly(user: Any, run_id: str) -> None:
 async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool,
                  whole: bool, messages: _Messages) -> AsyncIterator[str]:
     async with RunEvents(plan.run_id) as events:
+        events.surface = "langgraph"  # its delivery latency
         tracked = _Tracked(events)
         skip = 0  # events up to this id were sent before (a rejoin)
         if plan.last_event_id is not None:

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from hitl.selectors import is_reviewer
 from observability import charts, insights
+from observability.shared_snapshot import report_transaction
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -87,21 +88,26 @@ WORK_MEM = "32MB"
 
 
 def figures(filters: insights.Filters, only: str | None = None) -> dict[str, Any]:
-    """Every table's rows (or ``only`` that one's), read in one transaction."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")  # a constant
-        if only is not None:
+    """Every table's rows (or ``only`` that one's), read on one snapshot: the
+    time-to-decision query on a second connection while this one runs the others."""
+    settings = f"SET LOCAL work_mem = '{WORK_MEM}'"  # a constant
+    if only is not None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(settings)
             return {only: QUERIES[only](filters)}
-        times = insights.time_to_decision(filters)
+    with report_transaction(settings=settings) as beside:
+        timing = beside(insights.time_to_decision, filters)
         used = insights.usage(filters)
-        return {
-            "time_by_agent": times["agent"], "time_by_format": times["format"],
-            "time_by_reviewer": times["reviewer"],
+        counted = insights.by_day(filters)
+        data = {
             "decisions_per_tool": insights.decisions_per_tool(filters),
-            "deadlines": [insights.deadlines(filters)],
-            "backlog": insights.backlog(filters),
+            "deadlines": [insights.deadlines(filters, counted)],
+            "backlog": insights.backlog(filters, counted),
             "usage_by_agent": used["agent"], "usage_by_model": used["model"],
         }
+        times = timing.result()
+    return {"time_by_agent": times["agent"], "time_by_format": times["format"],
+            "time_by_reviewer": times["reviewer"], **data}
 
 
 def insights_view(request: HttpRequest) -> HttpResponse:

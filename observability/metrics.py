@@ -32,6 +32,9 @@ from prometheus_client import Counter, Gauge, Histogram
 DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 8 * 3600, 86400,
                     3 * 86400, float("inf"))
 SEGMENT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, float("inf"))
+# Milliseconds for a live event; minutes for one read back after a client's absence.
+DELIVERY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300,
+                    float("inf"))
 WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, float("inf"))
 
 RUNS_STARTED = Counter("agentsite_runs_started", "Runs started.", ["agent"])
@@ -69,9 +72,23 @@ MODEL_FAILURES = Counter("agentsite_model_failures", "Chat model calls that rais
                          ["model", "error"])
 MODEL_RETRIES = Counter("agentsite_model_retries",
                         "Chat model calls retried (LangChain's with_retry).", ["model"])
+# A provider SDK's own attempts, seen in our HTTP client (observability.model_http).
+MODEL_HTTP_ATTEMPTS = Counter(
+    "agentsite_model_http_attempts",
+    "HTTP requests to model providers, by outcome class (2xx, 4xx, 429, 5xx, timeout, "
+    "connection).", ["model", "outcome"])
+MODEL_HTTP_RETRIES = Counter(
+    "agentsite_model_http_retries",
+    "HTTP requests a provider SDK retried, by the failure class of the attempt retried.",
+    ["model", "class"])
 OPEN_STREAMS = Gauge("agentsite_open_streams",
                      "Event streams open now (REST SSE, AG-UI, LangGraph API).", ["surface"],
                      multiprocess_mode="livesum")
+EVENT_DELIVERY = Histogram(
+    "agentsite_event_delivery_seconds",
+    "Time from an event's publish (stored in Redis) to a stream handing it to its client, "
+    "live (fanned out) or read back from the store (a client catching up).",
+    ["surface", "path"], buckets=DELIVERY_BUCKETS)
 NOTIFICATIONS = Counter("agentsite_notifications",
                         "Notification deliveries (email, webhook) by outcome.",
                         ["channel", "outcome"])
@@ -153,6 +170,16 @@ def segment_observed(*, agent: str, takeover: bool, enqueued_at: Any) -> Iterato
         yield
     finally:
         SEGMENT_DURATION.labels(agent).observe(time.monotonic() - began)
+
+
+def event_delivered(*, surface: str, path: str, published_at: Any) -> None:
+    """A stream handed an event to its client (``streams.follow``): ``published_at`` is
+    the publish time the event store stamped (seconds, as text)."""
+    try:
+        waited = time.time() - float(published_at)
+    except (TypeError, ValueError):
+        return
+    EVENT_DELIVERY.labels(surface, path).observe(max(0.0, waited))
 
 
 def notification_done(*, channel: str, outcome: str, count: int = 1) -> None:

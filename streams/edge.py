@@ -170,6 +170,7 @@ class Forwarder:
         # message read to its publish done, seconds of the publish alone).
         self.samples: list[tuple[int, float, float]] = []
         self.reported = time.monotonic()
+        self.published_at: list[Any] = []  # the publish times of the batch's events
 
     def summary(self, quiet: bool = False) -> None:
         """Log what the publishes since the last summary took, every STATS_EVERY seconds
@@ -240,6 +241,8 @@ class Forwarder:
             self.published += await self.publisher.send(items)
             done = time.monotonic()
             self.samples.append((len(items), done - read_at, done - began))
+            handed_over(self.published_at)
+        self.published_at.clear()
         self.summary()
 
     def items_of(self, message: dict[str, Any]) -> list[Any]:
@@ -251,7 +254,21 @@ class Forwarder:
         if message.get("type") != "message":
             return []
         body = json.loads(message["data"])
-        return close_items(body, self.prefix) if "access" in body else [item(body, self.prefix)]
+        if "access" in body:
+            return close_items(body, self.prefix)
+        self.published_at.append(body.get("at"))
+        return [item(body, self.prefix)]
+
+
+def handed_over(published_at: list[Any]) -> None:
+    """The publish → delivery latency of events just handed to the proxy: the proxy
+    writes them to its held streams itself, unseen by us, so this hand-over is where
+    they are timed (``agentsite_event_delivery_seconds{surface="grip"}``)."""
+    from observability import metrics
+
+    for at in published_at:
+        if at is not None:
+            metrics.event_delivered(surface="grip", path="live", published_at=at)
 
 
 def freeze_startup() -> None:

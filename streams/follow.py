@@ -26,6 +26,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from observability import metrics
 from streams.keys import counter_key, event_key
 from streams.pubsub import reader
 
@@ -84,9 +85,16 @@ class ChannelEvents:
         # dropped, or the store became unreadable (a publisher's Redis was down too).
         self.outages = 0
         self.user_id: str | None = None  # set: yield RECHECK when this user's access changed
+        # The stream's surface (``agentsite_event_delivery_seconds``); "": not measured.
+        self.surface = ""
 
     def wrap(self, data: str) -> Any:
         return data
+
+    def delivered(self, at: Any, path: str) -> None:
+        """An event handed to the stream's client now: its publish → delivery latency."""
+        if self.surface and at is not None:
+            metrics.event_delivered(surface=self.surface, path=path, published_at=at)
 
     # The reader's listener interface (streams.pubsub.Listener).
     def on_message(self, body: dict[str, Any]) -> None:
@@ -119,6 +127,10 @@ class ChannelEvents:
     async def stored(self, first: int, last: int) -> list[tuple[int, Any]]:
         """Stored events with ids first..last (expired ones are skipped; ``missing``
         counts them)."""
+        return [(event_id, data) for event_id, data, _at in await self.stored_at(first, last)]
+
+    async def stored_at(self, first: int, last: int) -> list[tuple[int, Any, Any]]:
+        """As ``stored``, with each event's publish time (``at``, None if it has none)."""
         if last < first:
             return []
         keys = [event_key(self.channel, i) for i in range(first, last + 1)]
@@ -126,16 +138,19 @@ class ChannelEvents:
         for event_id, raw in zip(range(first, last + 1), await self.client.mget(keys),
                                  strict=True):
             if raw is not None:
-                out.append((event_id, self.wrap(json.loads(raw)["data"])))
+                stored = json.loads(raw)
+                out.append((event_id, self.wrap(stored["data"]), stored.get("at")))
         self.missing += last - first + 1 - len(out)
         return out
 
-    async def store_after(self, last: int, upto: int | None = None) -> list[tuple[int, Any]]:
-        """Stored events after ``last`` (up to ``upto``, else the counter); on a Redis
-        error none, and ``unreadable`` is set: the caller tries again later."""
+    async def store_after(self, last: int, upto: int | None = None
+                          ) -> list[tuple[int, Any, Any]]:
+        """Stored events after ``last`` (up to ``upto``, else the counter), with their
+        publish times; on a Redis error none, and ``unreadable`` is set: the caller tries
+        again later."""
         try:
             top = await self.counter() if upto is None else upto
-            found = await self.stored(last + 1, top)
+            found = await self.stored_at(last + 1, top)
         except (RedisError, OSError):
             self.outages += not self.unreadable
             self.unreadable = True
@@ -168,12 +183,14 @@ class ChannelEvents:
         last, wait, quiet_since = after, idle, time.monotonic()
         read, upto = True, None  # read the store (up to ``upto``, else the counter)
         then: Event | Idle | None = None  # what follows the read
+        then_at: Any = None  # its publish time
         suspect = False  # events may be gone: the watchdog looks now, and soon again
         while True:
             if read:
                 missing = self.missing
-                for event_id, data in await self.store_after(last, upto):
+                for event_id, data, at in await self.store_after(last, upto):
                     last = event_id
+                    self.delivered(at, "stored")
                     yield Event(event_id, data)
                 grew = self.missing > missing
                 if isinstance(then, Idle):  # after a quiet spell the caller checks the run anyway
@@ -184,6 +201,7 @@ class ChannelEvents:
                 read, upto = False, None
             if isinstance(then, Event):
                 last, quiet_since = then.id, time.monotonic()
+                self.delivered(then_at, "live")
                 yield then
             then = None
             if suspect:
@@ -209,6 +227,6 @@ class ChannelEvents:
                     # was down).
                     read, suspect = True, True
                 case {"pub_id": pub_id} if int(pub_id) > last:
-                    then = Event(int(pub_id), self.wrap(body["data"]))
+                    then, then_at = Event(int(pub_id), self.wrap(body["data"])), body.get("at")
                     if then.id > last + 1:  # a hole: fill it from the store first
                         read, upto = True, then.id - 1

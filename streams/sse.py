@@ -140,6 +140,7 @@ async def channel_stream(user: Any, channel: str, after: int | None,
     burst: list[str] = []
     watch = RunWatch() if run_id is not None else None
     async with (RunEvents(run_id) if run_id is not None else ChannelEvents(channel)) as events:
+        events.surface = "run" if run_id is not None else "queue"  # its delivery latency
         if after is None:
             after = await events.counter()
             yield opening(opened_at(channel, after))

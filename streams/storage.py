@@ -31,6 +31,9 @@ from streams.keys import (
 # refused by the fence). An ended channel's counter expires with its events (it would
 # otherwise stay forever, one key per run); INCRBY keeps that expiry, so events published
 # after the end do not make it lasting again, and nor does a counter made only then.
+# Each stored and fanned-out event also carries ``at``, its publish time (Redis's clock,
+# seconds as text), for the publish → delivery latency (``streams.follow``); clients
+# never see it.
 #
 # The fence keeps a superseded segment off its run's channel (a cancelled run's hung
 # model call returned minutes later and streamed into the channel). It holds the lease
@@ -53,6 +56,9 @@ from streams.keys import (
 OPEN_RUN_CAP = 20_000
 SEND_LUA = """
 local ttl, prefix, fanout, a = tonumber(ARGV[1]), ARGV[2], ARGV[3], 4
+-- The publish time (the server's clock, seconds as text), for the delivery latency.
+local clock = redis.call('TIME')
+local at = clock[1] .. '.' .. string.format('%06d', tonumber(clock[2]))
 local lasts = {}
 local function drop(list, value)
   for i = #list, 1, -1 do
@@ -129,9 +135,10 @@ for k = 1, #KEYS / 2 do
       for i, data in ipairs(datas) do
         local id = last - #datas + i
         redis.call('SETEX', prefix .. channel .. ':' .. id, ttl,
-                   cjson.encode({type = kind, data = data}))
+                   cjson.encode({type = kind, data = data, at = at}))
         redis.call('PUBLISH', fanout, cjson.encode(
-                   {channel = channel, event_type = kind, data = data, pub_id = tostring(id)}))
+                   {channel = channel, event_type = kind, data = data, pub_id = tostring(id),
+                    at = at}))
       end
     end
     if ended and redis.call('EXPIRE', counter, ttl) == 0 then

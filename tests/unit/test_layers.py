@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, list[str]]] = [
                         # What every layer records with: metrics, log context, prices.
                         "observability.metrics", "observability.logs",
                         "observability.prices", "observability.model_calls",
-                        "observability.celery_hooks", "observability.tracing"]),
+                        "observability.celery_hooks", "observability.tracing",
+                        "observability.model_http"]),
     ("runs", ["runs", "workspace"]),
     ("hitl", ["hitl"]),
     ("protocol", ["agui.events", "agui.mapper", "agui.outcomes", "agui.open_state"]),

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
+from datetime import timedelta
 
 import pytest
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from runs.models import AgentRun
 from streams.keys import counter_key, event_key, run_channel
@@ -188,23 +191,31 @@ def test_connect_mid_segment_replays_from_its_start(api):
     interrupts(run_segment(client, "dev", body))
     db_run = AgentRun.objects.get(thread_id=thread)
     ids = {"thread_id": thread, "run_id": str(db_run.id)}
-    # Stand in for a worker in the middle of a segment (the run is "running").
-    AgentRun.objects.filter(pk=db_run.pk).update(status="running")
+    # Stand in for a worker in the middle of a segment: the run is "running" on a live
+    # lease (a lapsed or missing one is the suite worker's reaper's to take over, whose
+    # takeover ended the AG-UI run under load), and its events are fenced by that lease.
+    lease = f"test/{uuid.uuid4().hex}"
+    AgentRun.objects.filter(pk=db_run.pk).update(
+        status="running", lease_owner=lease,
+        lease_expires_at=timezone.now() + timedelta(minutes=10))
     try:
         from ag_ui.core import StepFinishedEvent, StepStartedEvent
 
-        publish(db_run.id, [agui.run_started(**ids), StepStartedEvent(step_name="ask_color")])
+        publish(db_run.id, [agui.run_started(**ids), StepStartedEvent(step_name="ask_color")],
+                fence=("claim", lease))
         got: dict = {}
         reader = threading.Thread(target=lambda: got.setdefault("events", post_events(
             api("owner"), "/agui/dev/connect/", {"threadId": thread, "runId": "mid"})))
         reader.start()
         time.sleep(0.5)
         publish(db_run.id, [StepFinishedEvent(step_name="ask_color"),
-                            agui.run_finished_success(**ids, result={"status": "x"})])
-        reader.join(10)
+                            agui.run_finished_success(**ids, result={"status": "x"})],
+                fence=("check", lease))
+        reader.join(30)
         assert not reader.is_alive()
     finally:
-        AgentRun.objects.filter(pk=db_run.pk).update(status="paused")
+        AgentRun.objects.filter(pk=db_run.pk).update(status="paused", lease_owner="",
+                                                     lease_expires_at=None)
     (joined,) = validate_events(got["events"])
     assert [e["type"] for e in joined] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED",
                                            "RUN_FINISHED"]

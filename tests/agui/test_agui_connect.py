@@ -18,6 +18,7 @@ from runs.models import AgentRun
 from streams.keys import counter_key, event_key, run_channel
 from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
 from tests.agui_rules import validate_events
+from tests.worker_idle import open_streams, until, wait_worker_acked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,7 +102,7 @@ def test_connect_joins_a_live_run(api, live):
     # Stop the worker so the resumed segment waits: connect must wait for it, then follow.
     # First let the worker acknowledge the task that just paused the run, so the stop
     # requeues nothing of the finished segment.
-    time.sleep(1.0)
+    wait_worker_acked()
     worker = live["worker"]
     worker.stop()
     got: dict = {}
@@ -109,18 +110,19 @@ def test_connect_joins_a_live_run(api, live):
     def read(key: str, path: str, body: dict) -> None:
         got[key] = post_events(api("owner"), path, body)
 
+    metrics = api("reviewer")
+    before = open_streams(metrics, "agui")
     readers = [threading.Thread(target=read, args=(
         "resumed", "/agui/dev/", resume(thread, approval, {"approved": True})))]
     readers[0].start()
     try:
-        deadline = time.monotonic() + 10
-        while AgentRun.objects.get(thread_id=thread).status != "resuming":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        until(lambda: AgentRun.objects.get(thread_id=thread).status == "resuming",
+              "the run resuming")
         readers.append(threading.Thread(target=read, args=(
             "joined", "/agui/dev/connect/", {"threadId": thread, "runId": "c-1"})))
         readers[1].start()
-        time.sleep(0.5)
+        # Both streams open (the connect follows the waiting run) before the worker is back.
+        until(lambda: open_streams(metrics, "agui") >= before + 2, "both streams open")
     finally:
         worker.start()
     for reader in readers:
@@ -147,7 +149,7 @@ def test_open_streams_hold_no_database_connection(api, live):
     body = run_input()
     thread = body["threadId"]
     (pending,) = interrupts(run_segment(client, "dev", body))
-    time.sleep(1.0)  # let the worker acknowledge its task before it is stopped (see above)
+    wait_worker_acked()  # before the worker is stopped (see above)
     worker = live["worker"]
     worker.stop()
 

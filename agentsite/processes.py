@@ -27,13 +27,10 @@ from pathlib import Path
 
 import httpx
 
+from agentsite.ports import PortTaken, free_port, held_by, port_taken, retry_taken_ports
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["PortTaken", "free_port", "retry_taken_ports"]  # with the names defined here
 
 
 def worker_argv(queue: str | None, *, concurrency: int = 2, loglevel: str = "INFO",
@@ -191,14 +188,31 @@ class Process:
                 handle.close()  # the child has its own copy
 
     def start(self, timeout: float = 60) -> None:
+        """Spawn it and wait until it is ready. ``PortTaken`` when it could not listen on
+        a port it was given (its log says so, or its ``ready`` found the port another
+        process's): it is stopped then, for a start on fresh ports (``retry_taken_ports``)."""
         self.spawn()
         deadline = time.monotonic() + timeout
-        while not self.ready(self):
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early:\n{self.log()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} not ready after {timeout}s:\n{self.log()[-4000:]}")
-            time.sleep(0.1)
+        try:
+            while not self.ready(self):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited early:\n{self.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name} not ready after {timeout}s:\n"
+                                       f"{self.log_tail()}")
+                time.sleep(0.1)
+        except RuntimeError as exc:
+            self.wait(timeout=0)  # what it started is gone too (it may be half up)
+            if isinstance(exc, PortTaken) or port_taken(self.log_tail()):
+                raise PortTaken(f"{self.name}: {exc}") from exc
+            raise
+
+    def log_tail(self) -> str:
+        return self.log()[-4000:] if self.log_dir is not None else ""
+
+    def holds_port(self, port: int) -> bool:
+        """Whether a process of its session listens on ``port`` (not another's)."""
+        return self.proc is not None and held_by(port, session_members(self.proc.pid))
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         if self.signal(sig):
@@ -248,6 +262,20 @@ def web_process(port: int, env: dict[str, str], log_dir: Path, **kwargs: object)
     """uvicorn serving the product on ``port``, ready once /healthz answers 200."""
     return Process("web", web_argv(port, **kwargs), env, log_dir,  # type: ignore[arg-type]
                    ready=lambda p: healthy(f"http://127.0.0.1:{port}"))
+
+
+def web_started(env: dict[str, str], log_dir: Path, *, name: str = "web",
+                **kwargs: object) -> tuple[Process, int]:
+    """uvicorn (``web_process``) started and ready on a fresh port, and that port; on
+    another one when the port chosen was taken before uvicorn bound it."""
+    def start() -> tuple[Process, int]:
+        port = free_port()
+        web = web_process(port, env, log_dir, **kwargs)
+        web.name = name
+        web.start()
+        return web, port
+
+    return retry_taken_ports(start)
 
 
 def beat_process(env: dict[str, str], log_dir: Path, **kwargs: object) -> Process:
@@ -329,8 +357,17 @@ def pushpin_process(conf: Path, http_port: int, publish_port: int, env: dict[str
     endpoint accepts connections and a request through it reaches a web process (its
     proxy refuses requests with a 502 until its own HTTP client is connected)."""
     return Process("pushpin", pushpin_argv(conf), env, log_dir,
-                   ready=lambda p: _answers(publish_port)
-                   and healthy(f"http://127.0.0.1:{http_port}"))
+                   ready=lambda p: _pushpin_ready(p, http_port, publish_port))
+
+
+def _pushpin_ready(process: Process, http_port: int, publish_port: int) -> bool:
+    if not (_answers(publish_port) and healthy(f"http://127.0.0.1:{http_port}")):
+        return False
+    # Pushpin's handler does not fail when its publish port is taken: it logs nothing and
+    # another process answers there (seen: a listener bound between free_port and Pushpin).
+    if not process.holds_port(publish_port):
+        raise PortTaken(f"port {publish_port} is another process's")
+    return True
 
 
 def edge_argv() -> list[str]:

@@ -41,7 +41,9 @@ from streams.keys import (
 # - ``claim`` (a segment's first publish): the fence becomes its lease; refused once the
 #   run was cancelled. The counter lasts again (a failed run may be retried).
 # - ``check`` (a segment's other publishes): refused unless the fence is its lease (or
-#   unset).
+#   unset); and refused once the channel's AG-UI run has ended (its last stored event is
+#   RUN_FINISHED / RUN_ERROR: the segment's own end, or a failure's) unless the batch
+#   starts a new one: a late event would be outside any run, which AG-UI clients reject.
 # - ``close`` (the cancel): ``closed``, for good. Its events are a standalone AG-UI run
 #   (RUN_STARTED, RUN_FINISHED). If a segment's AG-UI run is open on the channel (read
 #   back to its RUN_STARTED, at most OPEN_RUN_CAP events), that run is ended instead: what
@@ -50,7 +52,9 @@ from streams.keys import (
 #   ``agui.open_state.open_run`` (the same reading, cap and closing order), kept here
 #   because the cancel must read and write in one atomic step; a parity test holds them
 #   together (tests/streams/test_open_state_parity.py).
-# - ``end`` (a failure): as ``close``, but the fence stays (the run may be retried).
+# - ``end`` (a failure): as ``close``, but the fence becomes ``ended``, not ``closed``:
+#   the failed segment (a run failed by another process while it streamed) publishes no
+#   more, and a retry's claim owns the channel again.
 # - none: the services' other publishes on commit, made under the run's lock.
 # How far back (events) a run's open AG-UI run is looked for, here and in agui.open_state.
 OPEN_RUN_CAP = 20_000
@@ -64,6 +68,26 @@ local function drop(list, value)
   for i = #list, 1, -1 do
     if list[i] == value then table.remove(list, i) return end
   end
+end
+local function type_of(data)
+  -- Our publisher writes the type first (streams.publish.wire); others are decoded.
+  local kind = string.match(data, '^{"type":"([A-Z_]+)"')
+  if kind then return kind end
+  local ok, event = pcall(cjson.decode, data)
+  if ok and type(event) == 'table' then return event.type end
+  return nil
+end
+local function run_ended(counter, channel)
+  local id = tonumber(redis.call('GET', counter) or '0')
+  if id <= 0 then return false end
+  local raw = redis.call('GET', prefix .. channel .. ':' .. id)
+  -- A plain search first: most last events are no end, and are not decoded.
+  if not raw or not (string.find(raw, 'RUN_FINISHED', 1, true)
+                     or string.find(raw, 'RUN_ERROR', 1, true)) then return false end
+  local ok, stored = pcall(cjson.decode, raw)
+  if not ok or type(stored) ~= 'table' or type(stored.data) ~= 'string' then return false end
+  local kind = type_of(stored.data)
+  return kind == 'RUN_FINISHED' or kind == 'RUN_ERROR'
 end
 local function open_run(counter, channel)
   local seen = {}
@@ -119,8 +143,11 @@ for k = 1, #KEYS / 2 do
   elseif op == 'check' then
     local holder = redis.call('GET', fence)
     allowed = holder == false or holder == token
+    if allowed and n > 0 and type_of(datas[1]) ~= 'RUN_STARTED' then
+      allowed = not run_ended(counter, channel)
+    end
   elseif op == 'close' or op == 'end' then
-    if op == 'close' then redis.call('SET', fence, 'closed', 'EX', ttl) end
+    redis.call('SET', fence, op == 'close' and 'closed' or 'ended', 'EX', ttl)
     local closes = open_run(counter, channel)
     if closes then
       table.remove(datas, 1)

@@ -19,12 +19,17 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-# The machine may be busy (real worker, real server): wait up to 15 s for what should appear.
-expect.set_options(timeout=15_000)
+# The machine may be busy (real worker, real server): wait up to 30 s for what should appear
+# (an expectation returns as soon as it holds).
+expect.set_options(timeout=30_000)
 
 # Playwright's sync API keeps an event loop running in this thread for the whole session,
 # and Django refuses ORM calls when it sees one; the tests' ORM calls are plain sync code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# Presence arrives live on the page's queue stream (there is no other way for it to come):
+# a cap well beyond a busy machine's delay, still well under a page reload.
+PRESENCE_LIVE = 10_000
 
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -68,7 +73,7 @@ def login_as(browser, live, users) -> Iterator[Callable[..., object]]:
         context = browser.new_context(base_url=live["base_url"], java_script_enabled=javascript,
                                       viewport=viewport or {"width": 1100, "height": 900},
                                       **options)
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(30_000)
         contexts.append(context)
         page = context.new_page()
         page.goto("/accounts/login/")

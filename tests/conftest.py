@@ -19,10 +19,9 @@ from django.db import connection
 from agentsite.celery import app as celery_app
 from agentsite.processes import (
     beat_process,
-    free_port,
     metrics_dir,
     stop_all,
-    web_process,
+    web_started,
     worker_process,
 )
 
@@ -72,7 +71,6 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     """Start a Celery worker and a uvicorn server on the test database."""
     celery_app.conf.task_default_queue = QUEUE
     log_dir = tmp_path_factory.mktemp("logs")
-    port = free_port()
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_QUEUE": QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
            # Test-only agents (tests/agent_catalog.py: a call log, faults, slow steps,
@@ -92,11 +90,10 @@ def services(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[d
     # Every process's metrics in one place, summed by /metrics (tests/observability).
     metrics_dir(env, tmp_path_factory.mktemp("metrics"))
     worker = worker_process(QUEUE, env, log_dir, name=f"test-{uuid.uuid4().hex[:8]}@%h")
-    web = web_process(port, env, log_dir)
     beat = beat_process(env, log_dir)
     with django_db_blocker.unblock():
         worker.start()
-        web.start()
+        web, port = web_started(env, log_dir)  # on another port if its port was taken
         beat.start()
     _BEAT.append(beat)
     _WORKER.append(worker)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser_fixtures import PRESENCE_LIVE
 from tests.helpers import pending, start_run, wait_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,13 +27,13 @@ def test_queue_row_and_decide_page_show_presence_live(login_as, api, users, shot
 
     owner = login_as("owner")
     owner.goto(f"/c/{run['conversation_id']}/")
-    expect(row).to_contain_text("owner is viewing this", timeout=2000)
+    expect(row).to_contain_text("owner is viewing this", timeout=PRESENCE_LIVE)
     shot(queue, "admin-queue-presence", full_page=False)
 
     queue.goto(f"/admin/hitl/agentinterrupt/{item['id']}/change/")
     expect(owner.locator(".card[data-status=pending] .presence")).to_contain_text(
-        "reviewer is viewing this", timeout=2000)
+        "reviewer is viewing this", timeout=PRESENCE_LIVE)
     owner.locator(".card[data-status=pending] input[name=value]").fill("Vega")
     expect(queue.locator(".card .presence")).to_contain_text("owner is answering…",
-                                                             timeout=2000)
+                                                             timeout=PRESENCE_LIVE)
     shot(queue, "admin-decide-presence", full_page=False)

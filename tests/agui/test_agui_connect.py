@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
+from datetime import timedelta
 
 import pytest
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from runs.models import AgentRun
 from streams.keys import counter_key, event_key, run_channel
 from tests.agui_client import interrupts, post_events, resume, run_input, run_segment
 from tests.agui_rules import validate_events
+from tests.worker_idle import open_streams, until, wait_worker_acked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,7 +102,7 @@ def test_connect_joins_a_live_run(api, live):
     # Stop the worker so the resumed segment waits: connect must wait for it, then follow.
     # First let the worker acknowledge the task that just paused the run, so the stop
     # requeues nothing of the finished segment.
-    time.sleep(1.0)
+    wait_worker_acked()
     worker = live["worker"]
     worker.stop()
     got: dict = {}
@@ -106,18 +110,19 @@ def test_connect_joins_a_live_run(api, live):
     def read(key: str, path: str, body: dict) -> None:
         got[key] = post_events(api("owner"), path, body)
 
+    metrics = api("reviewer")
+    before = open_streams(metrics, "agui")
     readers = [threading.Thread(target=read, args=(
         "resumed", "/agui/dev/", resume(thread, approval, {"approved": True})))]
     readers[0].start()
     try:
-        deadline = time.monotonic() + 10
-        while AgentRun.objects.get(thread_id=thread).status != "resuming":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        until(lambda: AgentRun.objects.get(thread_id=thread).status == "resuming",
+              "the run resuming")
         readers.append(threading.Thread(target=read, args=(
             "joined", "/agui/dev/connect/", {"threadId": thread, "runId": "c-1"})))
         readers[1].start()
-        time.sleep(0.5)
+        # Both streams open (the connect follows the waiting run) before the worker is back.
+        until(lambda: open_streams(metrics, "agui") >= before + 2, "both streams open")
     finally:
         worker.start()
     for reader in readers:
@@ -144,7 +149,7 @@ def test_open_streams_hold_no_database_connection(api, live):
     body = run_input()
     thread = body["threadId"]
     (pending,) = interrupts(run_segment(client, "dev", body))
-    time.sleep(1.0)  # let the worker acknowledge its task before it is stopped (see above)
+    wait_worker_acked()  # before the worker is stopped (see above)
     worker = live["worker"]
     worker.stop()
 
@@ -188,23 +193,31 @@ def test_connect_mid_segment_replays_from_its_start(api):
     interrupts(run_segment(client, "dev", body))
     db_run = AgentRun.objects.get(thread_id=thread)
     ids = {"thread_id": thread, "run_id": str(db_run.id)}
-    # Stand in for a worker in the middle of a segment (the run is "running").
-    AgentRun.objects.filter(pk=db_run.pk).update(status="running")
+    # Stand in for a worker in the middle of a segment: the run is "running" on a live
+    # lease (a lapsed or missing one is the suite worker's reaper's to take over, whose
+    # takeover ended the AG-UI run under load), and its events are fenced by that lease.
+    lease = f"test/{uuid.uuid4().hex}"
+    AgentRun.objects.filter(pk=db_run.pk).update(
+        status="running", lease_owner=lease,
+        lease_expires_at=timezone.now() + timedelta(minutes=10))
     try:
         from ag_ui.core import StepFinishedEvent, StepStartedEvent
 
-        publish(db_run.id, [agui.run_started(**ids), StepStartedEvent(step_name="ask_color")])
+        publish(db_run.id, [agui.run_started(**ids), StepStartedEvent(step_name="ask_color")],
+                fence=("claim", lease))
         got: dict = {}
         reader = threading.Thread(target=lambda: got.setdefault("events", post_events(
             api("owner"), "/agui/dev/connect/", {"threadId": thread, "runId": "mid"})))
         reader.start()
         time.sleep(0.5)
         publish(db_run.id, [StepFinishedEvent(step_name="ask_color"),
-                            agui.run_finished_success(**ids, result={"status": "x"})])
-        reader.join(10)
+                            agui.run_finished_success(**ids, result={"status": "x"})],
+                fence=("check", lease))
+        reader.join(30)
         assert not reader.is_alive()
     finally:
-        AgentRun.objects.filter(pk=db_run.pk).update(status="paused")
+        AgentRun.objects.filter(pk=db_run.pk).update(status="paused", lease_owner="",
+                                                     lease_expires_at=None)
     (joined,) = validate_events(got["events"])
     assert [e["type"] for e in joined] == ["RUN_STARTED", "STEP_STARTED", "STEP_FINISHED",
                                            "RUN_FINISHED"]

@@ -21,6 +21,7 @@ from agentsite.processes import (
     pushpin_config,
     pushpin_installed,
     pushpin_process,
+    retry_taken_ports,
     stop_all,
     web_argv,
     worker_process,
@@ -52,6 +53,17 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     if not pushpin_installed():
         pytest.skip("pushpin is not installed (make test installs it)")
     log_dir = tmp_path_factory.mktemp("edge")
+    with django_db_blocker.unblock():
+        # A port taken between its choice and Pushpin's bind (another test process):
+        # the whole topology again, on fresh ports.
+        stack = retry_taken_ports(lambda: _start_edge(services, log_dir))
+    try:
+        yield stack
+    finally:
+        stop_all(reversed(stack["started"]))
+
+
+def _start_edge(services: dict, log_dir) -> dict:
     key = secrets.token_hex(16)
     http_port, publish_port, push_port = free_port(), free_port(), free_port()
     web_ports = [free_port(), free_port()]
@@ -68,15 +80,15 @@ def edge(services, tmp_path_factory, django_db_blocker) -> Iterator[dict]:
     worker2.name = "worker2"
     started: list[Process] = []
     try:
-        with django_db_blocker.unblock():
-            for process in (*webs, pushpin, forwarder, worker2):
-                started.append(process)  # stopped even if it never gets ready
-                process.start()
-        yield {"pushpin": pushpin, "forwarder": forwarder, "webs": webs, "worker2": worker2,
-               "port": http_port, "base_url": f"http://127.0.0.1:{http_port}",
-               "web_ports": web_ports, "env": env}
-    finally:
+        for process in (*webs, pushpin, forwarder, worker2):
+            started.append(process)  # stopped even if it never gets ready
+            process.start()
+    except BaseException:
         stop_all(reversed(started))
+        raise
+    return {"pushpin": pushpin, "forwarder": forwarder, "webs": webs, "worker2": worker2,
+            "port": http_port, "base_url": f"http://127.0.0.1:{http_port}",
+            "web_ports": web_ports, "env": env, "started": started}
 
 
 @pytest.fixture

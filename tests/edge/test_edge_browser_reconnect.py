@@ -62,7 +62,7 @@ def test_chat_page_follows_its_run_across_a_full_restart(browser, edge, live, us
         # the background, and the web processes only after the browser got its 502.
         pushpin = threading.Thread(target=edge["pushpin"].start, daemon=True)
         pushpin.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         while not refused and time.monotonic() < deadline:
             page.wait_for_timeout(100)
         assert refused, "the browser's reconnect was not refused"

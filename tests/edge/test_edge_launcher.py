@@ -62,7 +62,7 @@ def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
         thread.start()
 
         def delivered(what: str) -> None:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 30
             while not (stream.numbers and stream.numbers[-1] == sent):
                 assert time.monotonic() < deadline, (what, stream.numbers[-5:], sent,
                                                      log.read_text()[-3000:])

@@ -19,7 +19,7 @@ import httpx
 import redis
 from django.conf import settings
 
-from agentsite.processes import Process, free_port, stop_all, web_process, worker_process
+from agentsite.processes import Process, stop_all, web_started, worker_process
 
 # Short in tests: a lapsed lease is found within ~LEASE + SWEEP seconds.
 RECOVERY_ENV = {"LEASE_SECONDS": "2", "SWEEP_SECONDS": "0.3", "REQUEUE_AFTER_SECONDS": "2"}
@@ -76,11 +76,8 @@ class Cluster:
                     pass  # try again on the next look
 
     def web(self, name: str = "web") -> tuple[Process, str]:
-        port = free_port()
-        proc = web_process(port, self.env, self.log_dir)
-        proc.name = name
+        proc, port = web_started(self.env, self.log_dir, name=name)
         self.processes.append(proc)
-        proc.start()
         return proc, f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:

@@ -23,6 +23,7 @@ from tests.helpers import (
     start_run,
     wait_run,
 )
+from tests.worker_idle import wait_tasks_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 cluster = pytest.fixture(name="cluster")(cluster_fixture)
@@ -55,7 +56,7 @@ def test_cancel_queued_and_resuming_runs_sends_the_end(cluster, users):
     row = AgentInterrupt.objects.get(run_id=run["id"])
     assert row.status == "cancelled" and row.decision == {"value": "later"}
     worker.start()  # its resume task finds the run cancelled and does nothing
-    time.sleep(1)
+    wait_tasks_done(c.queue)
     assert AgentRun.objects.get(pk=run["id"]).status == "cancelled"
     types = _ended_cancelled(run["id"])
     assert types == ["RUN_STARTED", "RUN_FINISHED"]

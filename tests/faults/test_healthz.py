@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_healthy_system(live):
     # Beat's first sweep may not have run yet when the session's services have just started.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         r = httpx.get(f"{live['base_url']}/healthz", timeout=10)
         if r.json()["beat"]["ok"] or time.monotonic() > deadline:

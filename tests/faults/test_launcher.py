@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,9 @@ from django.conf import settings
 from django.db import connection
 
 from agentsite.launch import backoff
+from agentsite.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _database_url() -> str:
@@ -82,7 +76,7 @@ def test_backoff_doubles_up_to_the_cap():
 
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_is_restarted_and_sigterm_stops_all(tmp_path):
-    port = _free_port()
+    port = free_port()
     launcher, log = start_launcher(tmp_path, port)
     try:
         _wait_for(log, r" ready\.", proc=launcher)  # the Celery worker

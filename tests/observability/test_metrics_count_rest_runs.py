@@ -46,7 +46,7 @@ def key(name: str, **labels: str) -> tuple[str, frozenset]:
 
 def settled(client, expected: dict) -> dict:
     """The worker's last counts land after the run's status does (on commit): poll."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         now = samples(client)
         if all(now.get(k, 0) >= v for k, v in expected.items()) or time.monotonic() > deadline:

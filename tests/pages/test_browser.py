@@ -176,7 +176,7 @@ def test_two_pages_see_an_answer(login_as):
     target = card_ids(owner)[0]
     owner.locator(f".card[data-interrupt-id='{target}'] button[value=approve]").click()
     expect(reviewer.locator(f".card[data-interrupt-id='{target}']")).to_have_attribute(
-        "data-status", "decided", timeout=2000)
+        "data-status", "decided")
     expect(reviewer.locator(f".card[data-interrupt-id='{target}']")).to_contain_text("owner")
     # The reviewer answers the other card from their page.
     other = [i for i in card_ids(reviewer) if i != target][0]

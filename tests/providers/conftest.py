@@ -19,7 +19,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from agentsite.processes import free_port, web_process, worker_process
+from agentsite.processes import web_started, worker_process
 from tests.providers.fake_openai import FakeProvider
 
 PROVIDER_QUEUE = f"agentsite-providers-{os.getpid()}"
@@ -60,7 +60,6 @@ def provider_services(django_db_setup, django_db_blocker, tmp_path_factory,
     from tests.conftest import _database_url
 
     log_dir = tmp_path_factory.mktemp("provider-logs")
-    port = free_port()
     env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_QUEUE": PROVIDER_QUEUE, "AGENTSITE_EMBEDDED": "1", "PYTHONUNBUFFERED": "1",
            # The suite's test agents and the provider adopter agent (catalog.py here).
@@ -72,10 +71,9 @@ def provider_services(django_db_setup, django_db_blocker, tmp_path_factory,
            **PROVIDER_ENV}
     worker = worker_process(PROVIDER_QUEUE, env, log_dir,
                             name=f"providers-{uuid.uuid4().hex[:8]}@%h")
-    web = web_process(port, env, log_dir)
     with django_db_blocker.unblock():
         worker.start()
-        web.start()
+        web, port = web_started(env, log_dir)  # on another port if its port was taken
     try:
         yield {"worker": worker, "web": web, "env": env,
                "base_url": f"http://127.0.0.1:{port}"}

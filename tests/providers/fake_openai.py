@@ -234,7 +234,7 @@ class FakeProvider:
             got = [r for r in self.recorded if r.path == path]
         return [r for r in got if containing is None or containing in r.text()]
 
-    def wait_requests(self, count: int, timeout: float = 10, **filters: Any) -> list[Recorded]:
+    def wait_requests(self, count: int, timeout: float = 30, **filters: Any) -> list[Recorded]:
         deadline = time.monotonic() + timeout
         while len(got := self.requests(**filters)) < count:
             if time.monotonic() > deadline:
@@ -243,7 +243,7 @@ class FakeProvider:
             time.sleep(0.02)
         return got
 
-    def wait_hanging(self, count: int = 1, timeout: float = 10) -> None:
+    def wait_hanging(self, count: int = 1, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while self.hanging < count:
             if time.monotonic() > deadline:

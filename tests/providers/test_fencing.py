@@ -36,7 +36,7 @@ def segments_running(worker) -> int:
 
 
 def wait_segments_running(worker, count: int) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while segments_running(worker) != count:
         assert time.monotonic() < deadline, worker.log()[-3000:]
         time.sleep(0.05)

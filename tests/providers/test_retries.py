@@ -34,7 +34,7 @@ def retrying_audits(run_id: str) -> list[AuditLog]:
                                         to_status="retrying"))
 
 
-def wait_seen(client: httpx.Client, run_id: str, status: str, timeout: float = 15) -> dict:
+def wait_seen(client: httpx.Client, run_id: str, status: str, timeout: float = 30) -> dict:
     """The run's detail the first time it is seen in ``status`` (polled every 20 ms)."""
     deadline = time.monotonic() + timeout
     body: dict[str, Any] = {}

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from agentsite.processes import free_port, web_process
+from agentsite.processes import web_started
 from tests.helpers import start_run, wait_run
 from tests.sse_client import SseStream
 
@@ -29,13 +29,11 @@ def backends(app_name: str) -> int:
 @pytest.fixture
 def small_pool_web(live, tmp_path):
     """A second web process with a 3-connection pool, its connections named for counting."""
-    port = free_port()
     app_name = f"agentsite-sse-test-{os.getpid()}"
     env = {**live["env"], "DB_POOL_MAX": str(POOL_MAX), "DB_POOL_TIMEOUT": "5",
            "PGAPPNAME": app_name}
+    web, port = web_started(env, tmp_path)  # on another port if its port was taken
     base_url = f"http://127.0.0.1:{port}"
-    web = web_process(port, env, tmp_path)
-    web.start()
     try:
         yield {"base_url": base_url, "app_name": app_name, "web": web}
     finally:

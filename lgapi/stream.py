@@ -46,7 +46,15 @@ class _Tracked:
         self.events, self.last = events, 0
 
     async def follow(self, *, after: int) -> AsyncIterator[Any]:
+        task = asyncio.current_task()
         async for item in self.events.follow(after=after):
+            if task is not None and task.cancelling():
+                # Django cancelled this answer (its client went: ASGI's http.disconnect),
+                # but the cancel was absorbed below us: seen under load, the task stays
+                # "cancelling" while the stream follows on, never told, so a waiting
+                # run's ``on_disconnect=cancel`` never happened. The follower yields at
+                # least every few seconds (its idle checks), so we stop within those.
+                raise asyncio.CancelledError
             if isinstance(item, Event):
                 self.last = item.id
             yield item
@@ -113,15 +121,15 @@ class _Messages:
 async def stream(plan: Plan) -> AsyncIterator[str]:
     """The SSE body: ``metadata`` first, then the run's LangGraph parts in the modes
     asked for, until its segment ends (paused, finished, failed: ``error``)."""
-    yield frame("metadata", {"run_id": plan.run_id, "attempt": 1})
-    if not plan.live:
-        return
     wanted = set(plan.modes)
     tuples, whole = "messages-tuple" in wanted, "messages" in wanted
     messages = _Messages()
     ids = {"thread_id": plan.run.thread_id, "run_id": plan.run_id}
-    ended = False
-    try:
+    ended = not plan.live
+    try:  # from the first frame: a client may go as soon as it has it
+        yield frame("metadata", {"run_id": plan.run_id, "attempt": 1})
+        if ended:
+            return
         async for text in _parts(plan, ids, wanted, tuples, whole, messages):
             yield text
         ended = True

@@ -35,6 +35,7 @@ from lgapi import stream
 from lgapi.http import LgError
 from lgapi.runs import Plan
 from runs.models import AgentRun
+from streams.access import access_channel
 from streams.keys import counter_key, event_key, platform_hold_channel, run_channel
 from streams.publish import redis_client
 
@@ -104,7 +105,10 @@ def _answer(body: str, plan: Plan, user: Any, after: int, ended: bool, top: int,
         response[key] = value
     if not ended:
         response["Grip-Hold"] = "stream"
-        response["Grip-Channel"] = f"{platform_hold_channel(plan.run_id)}; prev-id=w{top}"
+        # Also on the user's access channel: an account change closes it at once
+        # (streams.access), as it closes the other held streams.
+        response["Grip-Channel"] = (f"{platform_hold_channel(plan.run_id)}; prev-id=w{top}, "
+                                    f"{access_channel(user.pk)}")
         response["Grip-Link"] = f"<{_link(plan, user, after)}>; rel=next; " \
                                 f"timeout={CHECK_SECONDS}"
         response["Grip-Keep-Alive"] = KEEPALIVE

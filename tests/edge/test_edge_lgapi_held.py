@@ -2,8 +2,8 @@
 (``lgapi.hold``): no web process holds them (``agentsite_open_streams`` stays 0 for the
 door while one is open), the parts are those a direct stream gives, a rejoin from a
 ``Last-Event-ID`` resumes, a run streams to its interrupt and is resumed with
-``command``, a queued run's join waits held and then streams, and an outsider gets a
-404, an anonymous client a 401 / 403."""
+``command``, a queued run's join waits held and then streams, the stateless stream is
+held too, and an outsider gets a 404, an anonymous client a 401 / 403."""
 
 from __future__ import annotations
 
@@ -80,6 +80,11 @@ def test_sdk_streams_held_by_pushpin(edge, live, users):
         assert not joiner.is_alive()
         assert [p.event for p in got][:2] == ["metadata", "values"], [p.event for p in got]
         assert got[-1].data["topic"] == "next"
+
+        # The stateless stream (a new thread of the user's), held the same way.
+        stateless = list(held.runs.stream(None, "dev", input={"topic": "stateless"},
+                                          stream_mode=["updates"]))
+        assert any(p.event == "updates" and "__interrupt__" in p.data for p in stateless)
 
         # Roles: another user's run is a 404, no credentials a 401 / 403.
         outsider = httpx.Client(base_url=edge["base_url"] + "/lg", timeout=30,

@@ -33,7 +33,7 @@ from gripcontrol import validate_sig
 from agui.relay import TERMINAL, Wire
 from lgapi import stream
 from lgapi.http import LgError
-from lgapi.runs import Plan
+from lgapi.runs import Plan, join_plan, visible_run
 from runs.models import AgentRun
 from streams.access import access_channel
 from streams.keys import counter_key, event_key, platform_hold_channel, run_channel
@@ -133,8 +133,6 @@ def next_link(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse
     """The proxy following a held stream's link: the frames after the id it last had
     (``Grip-Last``), access checked again for the link's user; no hold once the segment
     has ended (the proxy then ends the stream)."""
-    from lgapi.runs import join_plan, visible_run
-
     gone = HttpResponse("", content_type="text/event-stream")  # ends the held stream
     if not proxied(request):
         return HttpResponse(status=404)

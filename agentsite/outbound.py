@@ -60,7 +60,7 @@ def resolve_checked(host: str, port: int) -> str:
     allowed (or named in ``OUTBOUND_ALLOW``); else ``OutboundRefused``."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as err:
+    except (socket.gaierror, UnicodeError) as err:  # UnicodeError: a label over 63 bytes
         raise httpx.ConnectError(f"cannot resolve {host!r}: {err}") from None
     addresses = list(dict.fromkeys(info[4][0] for info in found))
     for text in addresses:

@@ -65,6 +65,7 @@ from hitl.selectors import can_decide
 from observability import metrics
 from runs import registry
 from runs.models import AgentRun, Conversation
+from runs.queue import not_waiting
 from runs.services import run_start
 from streams.db import release_db_connections
 from streams.eventstream import no_cache
@@ -261,7 +262,9 @@ def _connect(request: HttpRequest, agent: str, raw: bytes) -> Plan:
         # Same answer for "not there" and "not yours": thread ids are not disclosed.
         raise ApiError(404, "unknown_thread", f"thread {body.thread_id!r} not found")
     client_run_id = body.run_id or str(uuid.uuid4())
-    run = conversation.runs.order_by("-created_at").first()
+    # Not a run waiting behind the thread's (runs.queue): the one holding it, whose
+    # questions are what a client connecting should see.
+    run = not_waiting(conversation.runs.all()).order_by("-created_at").first()
     if run is not None and run.status in AgentRun.LIVE:
         return Plan(run_id=str(run.id), after=-1, client_thread_id=body.thread_id,
                     client_run_id=client_run_id)

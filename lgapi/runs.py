@@ -8,6 +8,7 @@ its status is the run's row, its values are the checkpointer's.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from streams.keys import counter_key, run_channel
 from streams.publish import redis_client
 
 SURFACE = "langgraph"
+EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass
@@ -227,7 +229,10 @@ def resume(user: Any, thread_id: str, value: Any, modes: list[str], agent: str) 
 def join_plan(run: AgentRun, modes: list[str], last_event_id: str | None) -> Plan:
     """Joining a run's stream: after ``Last-Event-ID`` when given, else from the start of
     its current segment; a run not live has nothing more to stream."""
-    last = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else None
+    text = (last_event_id or "").strip()
+    # One of our event ids (ASCII digits, a 64-bit counter's); anything else ("-1", which
+    # useStream sends for "from the start", "²", 5,000 digits) is read as none.
+    last = int(text) if EVENT_ID.fullmatch(text) else None
     live = run.status in AgentRun.LIVE
     if not live and last is not None:
         live = last < _counter(run.id)  # events the client has not had yet

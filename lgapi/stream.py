@@ -46,17 +46,23 @@ class _Tracked:
         self.events, self.last = events, 0
 
     async def follow(self, *, after: int) -> AsyncIterator[Any]:
+        task = asyncio.current_task()
         async for item in self.events.follow(after=after):
+            if task is not None and task.cancelling():
+                # Django cancelled this answer (its client went: ASGI's http.disconnect),
+                # but the cancel was absorbed below us: seen under load, the task stays
+                # "cancelling" while the stream follows on, never told, so a waiting
+                # run's ``on_disconnect=cancel`` never happened. The follower yields at
+                # least every few seconds (its idle checks), so we stop within those.
+                raise asyncio.CancelledError
             if isinstance(item, Event):
                 self.last = item.id
             yield item
 
 
-async def _live_start(events: RunEvents) -> int:
-    """Where the run's current segment begins in the log (its RUN_STARTED), or the top
-    when none is open (the next one is awaited)."""
-    top = await events.counter()
-    stored = await events.stored(1, top)
+def live_start_of(stored: list[tuple[int, Any]], top: int) -> int:
+    """Where the run's current segment begins in its stored events (the id before its
+    RUN_STARTED), or ``top`` when none is open (the next one is awaited)."""
     kinds = [e.type for _, e in stored]
     starts = [i for i, k in enumerate(kinds) if k == "RUN_STARTED"]
     if not starts or any(k in ("RUN_FINISHED", "RUN_ERROR") for k in kinds[starts[-1]:]):
@@ -64,12 +70,11 @@ async def _live_start(events: RunEvents) -> int:
     return stored[starts[-1]][0] - 1
 
 
-async def _segment_of(events: RunEvents, last: int) -> tuple[int, int]:
+def segment_of(stored: list[tuple[int, Any]], last: int) -> tuple[int, int]:
     """Where a rejoin after event ``last`` starts (``(after, skip)``): the segment holding
     ``last`` again from its RUN_STARTED, skipping what the client had, while LangGraph
     parts of it are still to come; else the next segment (the client had all of that
     one: what followed its last part were AG-UI events only)."""
-    stored = await events.stored(1, await events.counter())
     start = next((i for i, e in reversed(stored) if i <= last and e.type == "RUN_STARTED"),
                  None)
     if start is None or any(i <= last and i > start and e.type in TERMINAL
@@ -82,7 +87,16 @@ async def _segment_of(events: RunEvents, last: int) -> tuple[int, int]:
     return start - 1, last
 
 
-class _Messages:
+async def _live_start(events: RunEvents) -> int:
+    top = await events.counter()
+    return live_start_of(await events.stored(1, top), top)
+
+
+async def _segment_of(events: RunEvents, last: int) -> tuple[int, int]:
+    return segment_of(await events.stored(1, await events.counter()), last)
+
+
+class Messages:
     """LangGraph's ``messages`` mode on the wire: ``messages/metadata`` once per message,
     then ``messages/partial`` (chunks so far) or ``messages/complete``."""
 
@@ -113,16 +127,15 @@ class _Messages:
 async def stream(plan: Plan) -> AsyncIterator[str]:
     """The SSE body: ``metadata`` first, then the run's LangGraph parts in the modes
     asked for, until its segment ends (paused, finished, failed: ``error``)."""
-    yield frame("metadata", {"run_id": plan.run_id, "attempt": 1})
-    if not plan.live:
-        return
     wanted = set(plan.modes)
-    tuples, whole = "messages-tuple" in wanted, "messages" in wanted
-    messages = _Messages()
+    messages = Messages()
     ids = {"thread_id": plan.run.thread_id, "run_id": plan.run_id}
-    ended = False
-    try:
-        async for text in _parts(plan, ids, wanted, tuples, whole, messages):
+    ended = not plan.live
+    try:  # from the first frame: a client may go as soon as it has it
+        yield frame("metadata", {"run_id": plan.run_id, "attempt": 1})
+        if ended:
+            return
+        async for text in _parts(plan, ids, wanted, messages):
             yield text
         ended = True
     finally:
@@ -142,8 +155,8 @@ def _cancel_quietly(user: Any, run_id: str) -> None:
         release_db_connections()
 
 
-async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool,
-                 whole: bool, messages: _Messages) -> AsyncIterator[str]:
+async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str],
+                 messages: Messages) -> AsyncIterator[str]:
     async with RunEvents(plan.run_id) as events:
         events.surface = "langgraph"  # its delivery latency
         tracked = _Tracked(events)
@@ -162,37 +175,45 @@ async def _parts(plan: Plan, ids: dict[str, str], wanted: set[str], tuples: bool
                 continue
             if item.type not in TERMINAL and tracked.last <= skip:
                 continue  # the client has it
-            if item.type == "RUN_FINISHED":
-                plan.ended = (json.loads(item.data).get("outcome") or {}).get(
-                    "type") or "success"
-                continue
-            if item.type == "RUN_ERROR":
-                plan.ended = "error"
-                error = json.loads(item.data)
-                yield frame("error", {"error": error.get("code") or "error",
-                                      "message": error.get("message") or "the run failed"})
-                continue
-            if item.type != "RAW":
-                continue
-            raw = json.loads(item.data)
-            part = raw.get("event") if raw.get("source") == SOURCE else None
-            if not isinstance(part, dict):
-                continue
-            mode, data, ns = part.get("mode"), part.get("data"), part.get("ns") or []
-            # A subgraph's part, as LangGraph Server names it: ``<mode>|<ns>|…``. A
-            # client that did not ask for subgraphs gets their messages only, as the
-            # graph streams those without ``subgraphs`` too.
-            suffix = "|" + "|".join(map(str, ns)) if ns and plan.subgraphs else ""
-            if ns and not plan.subgraphs and mode != "messages":
-                continue
-            if mode == "messages":
-                if tuples:
-                    yield frame("messages" + suffix, data, tracked.last)
-                if whole:
-                    for text in messages.frames(data, tracked.last):
-                        yield text
-            elif mode in wanted:
-                yield frame(mode + suffix, data, tracked.last)
+            for text in translate(plan, item, tracked.last, wanted, messages):
+                yield text
+
+
+def translate(plan: Plan, item: Wire, event_id: int, wanted: set[str],
+              messages: Messages) -> list[str]:
+    """One stored event of the run's segment as the Platform's SSE frames (none for the
+    AG-UI events that are not LangGraph parts); a RUN_FINISHED / RUN_ERROR sets
+    ``plan.ended``. Used by the stream here and by the proxy's holds (``lgapi.hold``)."""
+    if item.type == "RUN_FINISHED":
+        plan.ended = (json.loads(item.data).get("outcome") or {}).get("type") or "success"
+        return []
+    if item.type == "RUN_ERROR":
+        plan.ended = "error"
+        error = json.loads(item.data)
+        return [frame("error", {"error": error.get("code") or "error",
+                                "message": error.get("message") or "the run failed"})]
+    if item.type != "RAW":
+        return []
+    raw = json.loads(item.data)
+    part = raw.get("event") if raw.get("source") == SOURCE else None
+    if not isinstance(part, dict):
+        return []
+    mode, data, ns = part.get("mode"), part.get("data"), part.get("ns") or []
+    # A subgraph's part, as LangGraph Server names it: ``<mode>|<ns>|…``. A client that
+    # did not ask for subgraphs gets their messages only, as the graph streams those
+    # without ``subgraphs`` too.
+    suffix = "|" + "|".join(map(str, ns)) if ns and plan.subgraphs else ""
+    if ns and not plan.subgraphs and mode != "messages":
+        return []
+    if mode == "messages":
+        out = [frame("messages" + suffix, data, event_id)] if "messages-tuple" in wanted \
+            else []
+        if "messages" in wanted:
+            out += messages.frames(data, event_id)
+        return out
+    if mode in wanted:
+        return [frame(mode + suffix, data, event_id)]
+    return []
 
 
 async def wait_end(plan: Plan) -> None:

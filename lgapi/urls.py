@@ -34,6 +34,7 @@ urlpatterns = [
     path("threads/<str:thread_id>/runs/<str:run_id>/cancel", views.run_cancel_view),
     path("threads/<str:thread_id>/runs/<str:run_id>/join", views.run_join),
     path("threads/<str:thread_id>/runs/<str:run_id>/stream", views.run_stream),
+    path("threads/<str:thread_id>/runs/<str:run_id>/stream/held", views.run_stream_held),
     path("runs", views.stateless_runs),
     path("runs/stream", views.runs_stream),
     path("runs/wait", views.runs_wait),

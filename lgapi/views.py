@@ -8,9 +8,10 @@ from typing import Any
 from django.db.models import F, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 from execution.lifecycle import run_cancel
-from lgapi import runs, shapes, stream
+from lgapi import hold, runs, shapes, stream
 from lgapi.bodies import (
     AssistantSearch,
     History,
@@ -26,6 +27,7 @@ from observability import metrics
 from runs import registry
 from runs.models import AgentRun, Conversation
 from runs.threads import conversation_create, conversation_delete, conversation_update
+from streams.db import release_db_connections
 from streams.eventstream import no_cache
 
 VERSION = "agentsite"
@@ -297,7 +299,10 @@ def _modes_param(request: HttpRequest) -> list[str]:
 @streaming
 def runs_stream(request: HttpRequest, user: Any, thread_id: str | None = None) -> Any:
     plan = runs.start(user, body(request, RunCreate), thread_id)
-    return _sse(plan, _location(plan) if thread_id else {})
+    headers = _location(plan) if thread_id else {}
+    if hold.holdable(request, plan):  # behind Pushpin: the proxy holds the stream
+        return hold.hold(plan, user, headers)
+    return _sse(plan, headers)
 
 
 @streaming
@@ -318,7 +323,20 @@ def run_stream(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> 
     plan = runs.join_plan(run, _modes_param(request), request.headers.get("Last-Event-ID"))
     if request.GET.get("cancel_on_disconnect") == "true":
         plan.cancel_by = user  # as on_disconnect="cancel": the run goes with the client
+    if hold.holdable(request, plan):  # behind Pushpin: the proxy holds the stream
+        return hold.hold(plan, user, {})
     return _sse(plan, {})
+
+
+@csrf_exempt
+@require_GET
+def run_stream_held(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
+    """The proxy following a held stream's next link (``lgapi.hold``): signed by us,
+    asked by the proxy only."""
+    try:
+        return hold.next_link(request, thread_id, run_id)
+    finally:
+        release_db_connections()
 
 
 class _Waiting:

@@ -33,6 +33,7 @@ from pages.retrying import retry_banner
 from pages.transcript import card_interrupts, interrupt_card, run_blocks
 from runs import registry
 from runs.models import AgentRun, Conversation
+from runs.queue import not_waiting
 from runs.services import run_start
 from streams.channels import user_stream_channel
 
@@ -101,11 +102,16 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
         # the rows: a run that changed in between (its events are published after its
         # commit, so they may be among them) is read again, else the page would show
         # the older status and wait for events it has skipped.
-        if not runs or AgentRun.objects.filter(pk=runs[-1].pk).values_list(
-                "updated_at", flat=True).first() == runs[-1].updated_at:
+        # The run the page follows (status, composer, live events): the newest not
+        # waiting behind another (runs.queue), so a paused run's question stays the one
+        # to answer.
+        at = next((i for i in range(len(runs) - 1, -1, -1)
+                   if runs[i].status != AgentRun.Status.WAITING), len(runs) - 1)
+        if not runs or AgentRun.objects.filter(pk=runs[at].pk).values_list(
+                "updated_at", flat=True).first() == runs[at].updated_at:
             break
-    latest = runs[-1] if runs else None
-    latest_block = blocks[-1] if blocks else None
+    latest = runs[at] if runs else None
+    latest_block = blocks[at] if blocks else None
     agent = registry.get(conversation.agent)
     return {
         "conversation": conversation,
@@ -134,7 +140,8 @@ def _chat_context(request: HttpRequest, conversation: Conversation, is_owner: bo
 @login_required
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    latest = AgentRun.objects.filter(conversation=OuterRef("pk")).order_by("-created_at")
+    latest = not_waiting(AgentRun.objects.filter(conversation=OuterRef("pk"))).order_by(
+        "-created_at")
     pending = Count("runs__interrupts", filter=Q(runs__interrupts__status=PENDING))
     mine = (Conversation.objects.filter(owner=request.user)
             .annotate(pending=pending, status=Subquery(latest.values("status")[:1]))
@@ -220,7 +227,8 @@ def run_fragment(request: HttpRequest, conversation_id: str, run_id: str) -> Htt
 @require_GET
 def composer_fragment(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation, is_owner = _conversation(request, conversation_id)
-    latest = AgentRun.objects.filter(conversation=conversation).order_by("-created_at").first()
+    latest = not_waiting(AgentRun.objects.filter(conversation=conversation)).order_by(
+        "-created_at").first()
     waiting = list(card_interrupts().filter(run=latest, status=PENDING)) if latest else []
     answerable = sum(1 for i in waiting if policies.may_decide(request.user, i))
     return render(request, "pages/_composer.html",

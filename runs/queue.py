@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
+
 from agentsite.errors import Conflict
 from runs import services
 from runs.models import AgentRun, Conversation
@@ -67,3 +69,10 @@ def waiting_behind(run: AgentRun) -> dict[str, Any]:
     """The audit payload of a run made ``waiting``: which run it waits for."""
     return {"behind_run": str(run.id), "behind_status": run.status}
 
+
+
+def not_waiting(runs: QuerySet[AgentRun]) -> QuerySet[AgentRun]:
+    """``runs`` without those waiting for their thread. A thread's "latest run", to a page
+    or a stream, is the run holding the thread (or the last one that ran): a run queued
+    behind a paused one must not hide that run's questions."""
+    return runs.exclude(status=Status.WAITING)

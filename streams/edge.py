@@ -65,6 +65,25 @@ def item(body: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def poke_item(body: dict[str, Any], prefix: str = "") -> dict[str, Any] | None:
+    """For an event of a run, an empty item on the run's Platform channel
+    (``streams.keys.platform_hold_channel``) whose ``prev-id`` never follows a hold's
+    (``w<id>``): the proxy follows those holds' next links, which answer the Platform's
+    frames from the store (``lgapi.hold``). None for other channels."""
+    from gripcontrol import HttpStreamFormat
+    from pubcontrol import Item
+
+    from streams.keys import platform_hold_channel, run_of
+
+    run_id = run_of(body["channel"])
+    if run_id is None:
+        return None
+    event_id = str(body["pub_id"])
+    out = Item(HttpStreamFormat(""), id=event_id, prev_id=str(int(event_id) - 1)).export()
+    out["channel"] = f"{prefix}{platform_hold_channel(run_id)}"
+    return out
+
+
 def close_items(body: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
     """An access change (``streams.access``: ``{"access": [user ids]}``) as publish items
     that close those users' held streams; they reconnect, and the reconnect is checked."""
@@ -257,7 +276,8 @@ class Forwarder:
         if "access" in body:
             return close_items(body, self.prefix)
         self.published_at.append(body.get("at"))
-        return [item(body, self.prefix)]
+        poke = poke_item(body, self.prefix)
+        return [item(body, self.prefix)] + ([poke] if poke is not None else [])
 
 
 def handed_over(published_at: list[Any]) -> None:

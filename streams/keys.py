@@ -29,6 +29,12 @@ def user_channel(user_id: object) -> str:
     return f"user-{user_id}"
 
 
+def platform_hold_channel(run_id: object) -> str:
+    """The proxy channel poked for every stored event of a run, so the LangGraph API's
+    held streams of it ask for their frames (``lgapi.hold``; published by ``streams.edge``)."""
+    return f"lg-{run_id}"
+
+
 def run_of(channel: str) -> str | None:
     """The run id a run channel names (as written: not checked to be a UUID), else None."""
     return channel.removeprefix("run-") if channel.startswith("run-") else None

@@ -1,7 +1,6 @@
-"""langgraph-sdk through Pushpin: the LangGraph API's streams pass through the proxy to a
-web process unheld (docs/langgraph-api.md, "Not yet"), and a run streams to its
-interrupt, is rejoined from its Last-Event-ID, resumed, waited for and enqueued behind
-as it is directly."""
+"""langgraph-sdk through Pushpin (the streams held by the proxy: lgapi.hold, and
+test_edge_lgapi_held.py): a run streams to its interrupt, is rejoined from its
+Last-Event-ID, resumed, waited for and enqueued behind as it is directly."""
 
 from __future__ import annotations
 

@@ -22,6 +22,10 @@ function chat(threadId) {
     { assistantId: "dev", messagesKey: "messages", fetchStateHistory: true },
     { getClient: () => client, getAssistantId: () => "dev", getMessagesKey: () => "messages" });
   ui.initThreadId(threadId);
+  // The React hook drains the queue of runs sent while busy whenever isLoading or the
+  // queue's size changes (the orchestrator's drainQueue: "Framework adapters should call
+  // this"); without that, a run queued after the current stream ended waits forever.
+  ui.subscribe(() => ui.drainQueue());
   return ui;
 }
 
@@ -78,8 +82,9 @@ test("a message sent while the agent works is queued (enqueue) and runs after", 
   }
   assert.ok(ui.isLoading, "the first run still streams");
   // Sent while loading: useStream creates it with multitaskStrategy "enqueue".
+  // (Queued on the client until the first stream ends; it may have ended already, and
+  // the queue drained: the server's statuses below show the run waiting.)
   await ui.submit({ messages: [{ type: "human", content: "two" }], topic: "second" });
-  assert.equal(ui.pendingRuns.size, 1);
   await first;
   const tid = ui.threadId;
   const runs = await client.runs.list(tid);

@@ -45,6 +45,7 @@ from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
+from agentsite.request_transaction import request_transaction
 from agentsite.throttles import retry_after
 from agentsite.token_auth import Scope, door_authenticate, require_scope
 from agui import outcomes
@@ -190,6 +191,13 @@ def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[Any]:
 
 
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
+    # One transaction, authentication included: the services join it
+    # (agentsite.request_transaction); it commits before the stream starts.
+    with request_transaction(refusals=(ServiceError, ApiError)):
+        return _run_or_resume_in(request, agent, raw)
+
+
+def _run_or_resume_in(request: HttpRequest, agent: str, raw: bytes) -> Plan:
     user, auth = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")

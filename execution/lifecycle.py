@@ -34,6 +34,7 @@ from hitl import notify
 from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
+from hitl.sql import UNAPPLIED
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
@@ -103,8 +104,9 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     """
     now = timezone.now()
     with transaction.atomic():
-        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why).
-        run = run_lock(uuid.UUID(str(run_id)), claim=True)
+        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why);
+        # the answers to resume with are locked and read in the lock's statement.
+        run = run_lock(uuid.UUID(str(run_id)), claim=True, related=(UNAPPLIED,))
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import connection
 
 from hitl.models import AgentInterrupt
-from runs.sql import Write
+from runs.sql import Related, Write, json_rows
 
 _META = AgentInterrupt._meta
 _TABLE = connection.ops.quote_name(_META.db_table)
@@ -28,3 +28,34 @@ APPLIED_SQL = (f"UPDATE {_TABLE} SET status = %s, applied_at = %s "
 def applied_write(*, run_id: Any, interrupt_ids: Sequence[str], now: datetime) -> Write:
     """The UPDATE that marks the run's decided ``interrupt_ids`` applied."""
     return APPLIED_SQL, [Status.APPLIED, now, run_id, Status.DECIDED, list(interrupt_ids)]
+
+
+def _interrupts_related(attr: str, where: str, *, assignment: bool) -> Related:
+    """The run's interrupts (``where``: more conditions on ``t``), locked after the run
+    (in id order, as every writer takes them), as ``attr``: a list of instances."""
+    q = connection.ops.quote_name
+    pk = q(_META.pk.column)
+    extra: tuple[str, ...] = ()
+    arrays = ""
+    if assignment:  # as ``hitl.selectors.ASSIGNMENT_IDS`` reads them: id arrays
+        users = _META.get_field("assignees").remote_field.through._meta
+        groups = _META.get_field("assigned_groups").remote_field.through._meta
+        arrays = (f", ARRAY(SELECT m.{q('user_id')} FROM {q(users.db_table)} m "
+                  f"WHERE m.{q('agentinterrupt_id')} = t.{pk}) AS assignee_ids"
+                  f", ARRAY(SELECT g.{q('group_id')} FROM {q(groups.db_table)} g "
+                  f"WHERE g.{q('agentinterrupt_id')} = t.{pk}) AS group_ids")
+        extra = ("assignee_ids", "group_ids")
+    # FOR UPDATE: a locked row is read as its latest version, whatever the snapshot (a
+    # decision that waited for another one's commit sees its answers).
+    sql = (f"SELECT jsonb_agg(to_jsonb(i) ORDER BY i.{pk}) FROM (SELECT t.*{arrays} "
+           f"FROM {_TABLE} t WHERE t.{q('run_id')} = r.id{where} ORDER BY t.{pk} "
+           "FOR UPDATE OF t) i")
+    return Related(attr, sql, lambda items: json_rows(AgentInterrupt, items, extra))
+
+
+# A decision's: every interrupt of the run, with its assignment (``hitl.decide``).
+DECIDING = _interrupts_related("interrupts_locked", "", assignment=True)
+# A claim's: the run's interrupts not yet fed to the graph (``applied_at`` is set once and
+# never cleared, so a row the snapshot saw unapplied is rechecked as its locked version).
+UNAPPLIED = _interrupts_related("interrupts_unapplied", " AND t.applied_at IS NULL",
+                                assignment=False)

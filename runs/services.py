@@ -20,6 +20,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
+from agentsite.request_transaction import service_atomic
 from observability import metrics, tracing
 from runs import queue, registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
@@ -87,8 +88,13 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     would be told of the run's end (no notification task)."""
     before = run.status
     run.status = to
+    also = list(also)
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
+    if to in AgentRun.FINISHED and notify:
+        # The hitl layer (above) tells the assignees or the requester, on commit; its
+        # outbox row joins this change's statement (``writes``).
+        run_finished.send(sender=AgentRun, run=run, writes=also)
     # One statement: the run's row and the audit rows (runs.sql).
     run_update(run=run, fields=["status", "finished_at", *fields, *_stale_cleared(run)],
                also=also, audits=[*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS,
@@ -98,9 +104,6 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
         run_ended_on_commit(run.id)  # its event counter now expires with its events
         if run.runs_waiting and before in AgentRun.ACTIVE:
             queue.run_next_queue(ended=run)  # the thread goes to the oldest waiting run
-    if to in AgentRun.FINISHED and notify:
-        # The hitl layer (above) tells the assignees or the requester, on commit.
-        run_finished.send(sender=AgentRun, run=run)
 
 
 def _stale_cleared(run: AgentRun) -> list[str]:
@@ -186,7 +189,8 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     """
     spec, clean = _validated_input(agent, input)
     holder = None
-    with transaction.atomic():
+    # Joins the request's transaction when a door opened one (agentsite.request_transaction).
+    with service_atomic():
         if thread_id:
             conversation, created = _locked_thread(
                 owner=owner, agent=agent, thread_id=thread_id, create=create_thread,

@@ -17,10 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.aggregates import JSONBAgg
 from django.db import transaction
-from django.db.models import F, JSONField, OuterRef, Subquery
-from django.db.models.functions import JSONObject
+from django.db.models import F
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
@@ -31,6 +29,7 @@ from execution.retries import Failure, backoff_seconds
 from execution.stop import stop_on_commit
 from hitl import lifecycle as interrupts
 from hitl import notify
+from hitl import sql as hitl_sql
 from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
@@ -38,7 +37,7 @@ from hitl.sql import UNAPPLIED
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
-from runs.sql import Write, append_write, run_lock
+from runs.sql import MESSAGES, Related, Write, append_write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -221,28 +220,19 @@ def _initial_state(run: AgentRun) -> dict[str, Any]:
     return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
-# A segment's end reads its conversation's messages with the run's lock, in the lock's
-# statement (for MESSAGES_SNAPSHOT; one round trip fewer), in the messages' order.
-CONVERSATION_MESSAGES = Subquery(
-    Message.objects.filter(conversation_id=OuterRef("conversation_id")).order_by()
-    .values("conversation_id")
-    .annotate(rows=JSONBAgg(JSONObject(id="id", role="role", content="content"),
-                            order_by=("created_at", "id")))
-    .values("rows"), output_field=JSONField())
-# One of them: what ``agui.events.messages_snapshot`` reads.
+# One of the conversation's messages, as a segment's end reads them with the run's lock
+# (``runs.sql.MESSAGES``): what ``agui.events.messages_snapshot`` reads.
 MessageRow = namedtuple("MessageRow", "id role content")
 
 
-def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
-    """Lock the segment's run, annotated with ``facts`` (what the notifications need to
-    know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
-    whether its end does); None when the segment no longer holds it."""
-    try:
-        run = (AgentRun.objects.select_for_update(of=("self",))
-               .annotate(**facts, conversation_messages=CONVERSATION_MESSAGES)
-               .get(pk=uuid.UUID(segment.run_id)))
-    except AgentRun.DoesNotExist:
-        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone") from None
+def _lock_running(segment: Segment, facts: Sequence[Related]) -> AgentRun | None:
+    """Lock the segment's run, with ``facts`` (what the notifications need to know,
+    ``hitl.sql``: a pause, whether a new question reaches anyone; a finish, whether its
+    end does) and the conversation's messages read in the lock's statement; None when
+    the segment no longer holds it."""
+    run = run_lock(uuid.UUID(segment.run_id), related=(*facts, MESSAGES))
+    if run is None:
+        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
@@ -283,7 +273,7 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
                 for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
-        run = _lock_running(segment, notify.QUESTION_FACTS)
+        run = _lock_running(segment, hitl_sql.QUESTION_FACTS)
         if run is None:
             return None
         if tokens is not None:
@@ -310,7 +300,7 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` and ``tokens`` as in ``run_pause``)."""
     with transaction.atomic():
-        run = _lock_running(segment, notify.RUN_FACTS)
+        run = _lock_running(segment, hitl_sql.RUN_FACTS)
         if run is None:
             return None
         if tokens is not None:

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.db import connection
 
-from hitl.models import AgentInterrupt
+from hitl.models import AgentInterrupt, AgentWebhook
+from runs.models import AgentRun
 from runs.sql import Related, Write, json_rows
 
 _META = AgentInterrupt._meta
@@ -59,3 +60,33 @@ DECIDING = _interrupts_related("interrupts_locked", "", assignment=True)
 # never cleared, so a row the snapshot saw unapplied is rechecked as its locked version).
 UNAPPLIED = _interrupts_related("interrupts_unapplied", " AND t.applied_at IS NULL",
                                 assignment=False)
+
+
+def _fact(attr: str, sql: str) -> Related:
+    """One value read with the run's lock (``runs.sql.run_lock``), as JSON."""
+    return Related(attr, f"SELECT to_jsonb(({sql}))", lambda value: value)
+
+
+def _facts() -> tuple[tuple[Related, ...], tuple[Related, ...]]:
+    # What ``hitl.notify.QUESTION_FACTS`` / ``RUN_FACTS`` read, as the run's lock's
+    # subqueries (plain SQL: the ORM compiled those on every segment's end).
+    q = connection.ops.quote_name
+    users = AgentRun._meta.get_field("owner").related_model._meta
+    hooks = AgentWebhook._meta
+    assignees = _META.get_field("assignees").remote_field.through._meta
+    groups = _META.get_field("assigned_groups").remote_field.through._meta
+    question = (
+        _fact("notify_owner_email", f"SELECT u.{q('email')} FROM {q(users.db_table)} u "
+                                    f"WHERE u.{q(users.pk.column)} = r.{q('owner_id')}"),
+        _fact("notify_agent_hooked", f"SELECT EXISTS(SELECT 1 FROM {q(hooks.db_table)} h "
+                                     f"WHERE h.{q('agent')} = r.{q('agent')} "
+                                     f"AND h.{q('active')})"))
+    assigned = " OR ".join(
+        f"EXISTS(SELECT 1 FROM {q(through.db_table)} m JOIN {_TABLE} t "
+        f"ON t.{q(_META.pk.column)} = m.{q('agentinterrupt_id')} WHERE t.{q('run_id')} = r.id)"
+        for through in (assignees, groups))
+    return question, (*question, _fact("notify_run_assigned", f"SELECT {assigned}"))
+
+
+# ``hitl.notify.anyone_for`` reads these (a pause's lock), ``anyone_for_end`` these too.
+QUESTION_FACTS, RUN_FACTS = _facts()

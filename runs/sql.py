@@ -10,6 +10,7 @@ values exactly as ``save()`` sends them.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ _RUN_CONVERTED = [(i, f) for i, f in enumerate(_RUN_FIELDS) if hasattr(f, "from_
 _AUDIT_FIELDS = [f for f in AuditLog._meta.concrete_fields if not f.primary_key]
 
 
+@functools.cache  # the same few names, on every write (20,000 calls per 30 dev runs)
 def _q(name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -130,6 +132,16 @@ def json_rows(model: type[models.Model], items: list[dict[str, Any]] | None,
             setattr(obj, name, item.get(name))
         out.append(obj)
     return out
+
+
+# The conversation's messages, read with the run's lock at a segment's end (for
+# MESSAGES_SNAPSHOT), in their order: rows with ``id``, ``role``, ``content``.
+_MESSAGE = Message._meta
+MESSAGES = Related(
+    "conversation_messages",
+    "SELECT jsonb_agg(jsonb_build_object('id', m.id, 'role', m.role, 'content', m.content) "
+    f"ORDER BY m.created_at, m.id) FROM {_q(_MESSAGE.db_table)} m "
+    f"WHERE m.{_q('conversation_id')} = r.{_q('conversation_id')}", lambda rows: rows)
 
 
 def usage_related() -> Related:

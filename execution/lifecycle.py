@@ -37,7 +37,7 @@ from hitl.sql import UNAPPLIED
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
-from runs.sql import MESSAGES, Related, Write, append_write, run_lock
+from runs.sql import MESSAGES, START_MESSAGE, Related, Write, append_write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,9 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     now = timezone.now()
     with transaction.atomic():
         # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why);
-        # the answers to resume with are locked and read in the lock's statement.
-        run = run_lock(uuid.UUID(str(run_id)), claim=True, related=(UNAPPLIED,))
+        # the answers to resume with (locked) and the start's text are read in the lock's
+        # statement.
+        run = run_lock(uuid.UUID(str(run_id)), claim=True, related=(UNAPPLIED, START_MESSAGE))
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
@@ -213,7 +214,8 @@ def _usage_add(segment: Segment, tokens: Tokens) -> None:
 
 def _initial_state(run: AgentRun) -> dict[str, Any]:
     spec = registry.get(run.agent)
-    text = getattr(run, "start_message", None)  # set by run_start on the run it made
+    # Set by run_start on the run it made, and read by the claim's lock (runs.sql).
+    text = getattr(run, "start_message", None)
     if text is None:
         text = (Message.objects.filter(run_id=run.pk, role=Message.Role.USER)
                 .values_list("content", flat=True).first()) or ""

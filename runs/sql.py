@@ -144,6 +144,15 @@ MESSAGES = Related(
     f"WHERE m.{_q('conversation_id')} = r.{_q('conversation_id')}", lambda rows: rows)
 
 
+# The user's text that started the run (its first segment's input), read with the claim's
+# lock: "" when the run was started without one.
+START_MESSAGE = Related(
+    "start_message",
+    f"SELECT to_jsonb(m.content) FROM {_q(_MESSAGE.db_table)} m "
+    f"WHERE m.{_q('run_id')} = r.{_PK} AND m.role = 'user' ORDER BY m.created_at, m.id LIMIT 1",
+    lambda text: text or "")
+
+
 def usage_related() -> Related:
     """The run's segment usage rows, as ``usage_rows`` (what ``RunSerializer`` shows)."""
     table = _q(SegmentUsage._meta.db_table)

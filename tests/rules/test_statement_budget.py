@@ -39,19 +39,20 @@ ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "trac
 # operation → (statements, transactions, why that many). Per operation as one full run
 # meets it: a pause (4 times) and a finish (once), a claim and a resume (4 times each).
 BUDGET: dict[str, tuple[int, int, str]] = {
-    # One transaction (the request's: agentsite.request_transaction): the token lookup,
-    # its last_used_at (at most once a minute per token), conversation, run, user message,
-    # audit row.
-    "start (web)": (6, 1, "token, token last used, 4 INSERTs"),
+    # One transaction (the request's: agentsite.request_transaction): the token lookup
+    # (plain SQL, agentsite.token_lookup), its last_used_at (at most once a minute per
+    # token), ONE statement for the conversation, the run, its messages and its audit row
+    # (runs.sql.writes_together).
+    "start (web)": (3, 1, "token, token last used, conversation+run+messages+audit"),
     # One transaction, the token's lookup included (agentsite.request_transaction): the
     # token; the run's lock with its questions locked and its usage rows read in the same
     # statement (runs.sql.run_lock(related=...)); ONE statement for the decisions + the
     # run's resume + their audit rows (runs.sql.writes_together).
     "resume (web)": (3, 1, "token, lock+questions+usage, decisions+resume+audit"),
-    # One transaction: the lock (synchronous_commit off and the answers to resume with, in
-    # the same statement), the first message (first segment only), ONE statement for
-    # running + audit.
-    "claim (worker)": (3, 1, "lock+answers, first message, running+audit"),
+    # One transaction: the lock, with synchronous_commit off, the answers to resume with
+    # (locked) and the start's text in the same statement (runs.sql.run_lock); ONE
+    # statement for running + audit.
+    "claim (worker)": (2, 1, "lock+answers+start text, running+audit"),
     # One transaction: the lock with the notification facts and the conversation's
     # messages, the standing approvals (for an approval question), ONE statement for
     # paused + the questions' INSERT + answers applied + text appended + the notification
@@ -63,8 +64,10 @@ BUDGET: dict[str, tuple[int, int, str]] = {
     "finish (worker)": (2, 1, "lock+messages, completed+applied+text+outbox+audit"),
 }
 # The whole run, Django's connection, web and worker (the checkpointer's apart). Before
-# issue 37: 94 statements, 25 transactions; then 57 / 25.
-RUN_BUDGET = 40
+# issue 37: 94 statements, 25 transactions; then 57 / 25. Now: start 3, resumes 4 × 3,
+# claims 5 × 2, pauses 4 × 2 + 1 (the standing approvals of the approval question),
+# finish 2.
+RUN_BUDGET = 36
 # Transactions per whole run: start 1, resumes 4 × 1, claims 5 × 1, segment ends 5 × 1.
 RUN_TRANSACTIONS = 15
 

@@ -66,14 +66,17 @@ _PK = _q(_RUN.pk.column)
 _TABLE = _q(_RUN.db_table)
 
 
-def _lock_with_sql(related: Sequence[Related], claim: bool) -> str:
+@functools.cache  # one string per combination (a handful), not built on every lock
+def _lock_with_sql(related: tuple[Related, ...], claim: bool) -> str:
     # The lock first (the CTE), then the related rows (the outer SELECT's subqueries), so
     # rows a subquery locks are locked after the run, in the order every writer takes them.
-    # One statement reads in one snapshot, taken before the lock was granted: ``fresh``
-    # says whether the run's row is still the version that snapshot sees. Every writer
-    # that changes what a subquery reads holds the run's lock and updates the run's row
-    # (``writes_together`` with ``run_update``); rows a subquery locks are read as their
-    # latest version anyway. Not fresh (the lock waited for a writer): read them again.
+    # One statement reads in one snapshot, taken before the lock was granted. Rows a
+    # subquery locks come back as their latest version anyway (an answer recorded by the
+    # holder we waited for is seen). Rows added after the snapshot (a question, a usage
+    # row) are added by writers that also update the run's row (a pause, a usage record),
+    # under its lock: so the statement says whether the locked row is still the version
+    # its snapshot sees (``xmin``), and when it is not, ``run_lock`` reads the related
+    # rows again, under the lock, in a statement of its own.
     columns = ", ".join(f"r.{_q(f.column)}" for f in _RUN_FIELDS)
     subqueries = ", ".join(f"({rel.sql})" for rel in related)
     sync = "set_config('synchronous_commit', 'off', true), " if claim else ""
@@ -92,7 +95,7 @@ def run_lock(pk: Any, *, claim: bool = False,
     pk = _RUN.pk.to_python(pk)
     with connection.cursor() as cursor:
         if related:
-            cursor.execute(_lock_with_sql(related, claim), [pk])
+            cursor.execute(_lock_with_sql(tuple(related), claim), [pk])
         else:
             cursor.execute(CLAIM_LOCK_SQL if claim else LOCK_SQL, [pk])
         row = cursor.fetchone()

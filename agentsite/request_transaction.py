@@ -8,6 +8,10 @@ the service committed its part (an expired question, 410) leaves the transaction
 committed. Anyone who catches a service's error and goes on writing in the same
 transaction (``agentsite.idempotency`` stores the error answer) opens ``own_savepoints``
 first, so the service's failure rolls back to its own savepoint again.
+
+What the request reads from Redis before its service (the request limits' counters, the
+AG-UI event counter) runs inside the transaction too, before any row is locked: the
+transaction holds no lock while it waits on them.
 """
 
 from __future__ import annotations

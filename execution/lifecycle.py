@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
+from agentsite.request_transaction import service_atomic
 from agui import outcomes
 from agui.events import custom, run_error, run_started
 from execution import history
@@ -405,7 +406,7 @@ def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
     Exactly once: under the run's lock only the first of concurrent calls finds it
     failed. A run whose thread has had a later run is not continued (its checkpoint is no
     longer the thread's latest)."""
-    with transaction.atomic():
+    with service_atomic():  # joins a door's request transaction (agentsite.request_transaction)
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         if run.status != Status.FAILED:
             raise Conflict(f"only a failed run can be retried; this one is {run.status}",
@@ -447,7 +448,7 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
 
     A running segment hears of it at once (``execution.stop``): its model calls in flight
     are cut, and it stops before its next graph step (``execution.executor``)."""
-    with transaction.atomic():
+    with service_atomic():  # joins a door's request transaction (agentsite.request_transaction)
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
         if run.is_finished:

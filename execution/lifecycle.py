@@ -276,7 +276,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
                 for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
-        run = _lock_running(segment, hitl_sql.QUESTION_FACTS)
+        # The standing approvals come with the lock: they may answer the new questions.
+        run = _lock_running(segment, (*hitl_sql.QUESTION_FACTS, hitl_sql.STANDING))
         if run is None:
             return None
         if tokens is not None:

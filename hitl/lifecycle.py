@@ -18,7 +18,7 @@ from hitl import notify, policies
 from hitl.assign import resolve_names
 from hitl.formats import CANCELS_RUN, recognise
 from hitl.models import AgentInterrupt, StandingApproval
-from hitl.sql import UNAPPLIED
+from hitl.sql import STANDING, UNAPPLIED
 from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
 from observability import metrics
 from runs import registry
@@ -210,9 +210,12 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
     candidates = [r for r in rows if r.format.subjects()]
     if not candidates:
         return 0
-    # In the order they apply; the grantor comes along (a match names it).
-    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
-                 .select_related("granted_by").order_by("created_at", "id"))
+    # In the order they apply; the grantor comes along (a match names it). A pause read
+    # them with the run's lock (``hitl.sql.STANDING``).
+    rules = getattr(run, STANDING.attr, None)
+    if rules is None:
+        rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
+                     .select_related("granted_by").order_by("created_at", "id"))
     done = 0
     for row in candidates:
         rule = next((r for r in rules if policies.standing_matches(

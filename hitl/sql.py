@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import connection
 
-from hitl.models import AgentInterrupt, AgentWebhook
+from hitl.models import AgentInterrupt, AgentWebhook, StandingApproval
 from runs.models import AgentRun
 from runs.sql import Related, Write, json_rows
 
@@ -90,3 +90,32 @@ def _facts() -> tuple[tuple[Related, ...], tuple[Related, ...]]:
 
 # ``hitl.notify.anyone_for`` reads these (a pause's lock), ``anyone_for_end`` these too.
 QUESTION_FACTS, RUN_FACTS = _facts()
+
+
+def _standing() -> Related:
+    # The agent's active standing approvals with their grantors, in the order they apply
+    # (``hitl.lifecycle._standing_approvals``). Granted and revoked without the run's lock:
+    # read in the lock statement's snapshot is as good as read a moment before.
+    q = connection.ops.quote_name
+    rules = StandingApproval._meta
+    users = rules.get_field("granted_by").related_model._meta
+    sql = (f"SELECT jsonb_agg(jsonb_build_object('rule', to_jsonb(s), 'grantor', to_jsonb(u)) "
+           f"ORDER BY s.{q('created_at')}, s.{q('id')}) FROM {q(rules.db_table)} s "
+           f"LEFT JOIN {q(users.db_table)} u ON u.{q(users.pk.column)} = "
+           f"s.{q('granted_by_id')} WHERE s.{q('agent')} = r.{q('agent')} "
+           f"AND s.{q('revoked_at')} IS NULL")
+
+    def build(items: list[dict[str, Any]] | None) -> list[StandingApproval]:
+        found = []
+        for item in items or ():
+            (rule,) = json_rows(StandingApproval, [item["rule"]])
+            grantor = json_rows(users.model, [item["grantor"]]) if item["grantor"] else [None]
+            rule.granted_by = grantor[0]
+            found.append(rule)
+        return found
+
+    return Related("standing_rules", sql, build)
+
+
+# A pause's: what ``hitl.lifecycle.interrupts_open`` matches new questions against.
+STANDING = _standing()

@@ -53,11 +53,11 @@ BUDGET: dict[str, tuple[int, int, str]] = {
     # (locked) and the start's text in the same statement (runs.sql.run_lock); ONE
     # statement for running + audit.
     "claim (worker)": (2, 1, "lock+answers+start text, running+audit"),
-    # One transaction: the lock with the notification facts and the conversation's
-    # messages, the standing approvals (for an approval question), ONE statement for
-    # paused + the questions' INSERT + answers applied + text appended + the notification
-    # outbox row + audit.
-    "pause (worker)": (3, 1, "lock+messages, standing approvals, "
+    # One transaction: the lock with the notification facts, the standing approvals and
+    # the conversation's messages in its statement; ONE statement for paused + the
+    # questions' INSERT + answers applied + text appended + the notification outbox row +
+    # audit.
+    "pause (worker)": (2, 1, "lock+facts+standing approvals+messages, "
                              "paused+questions+applied+text+outbox+audit"),
     # One transaction: the lock with the messages, ONE statement for completed + answers
     # applied + text appended + the outbox row + audit.
@@ -65,9 +65,8 @@ BUDGET: dict[str, tuple[int, int, str]] = {
 }
 # The whole run, Django's connection, web and worker (the checkpointer's apart). Before
 # issue 37: 94 statements, 25 transactions; then 57 / 25. Now: start 3, resumes 4 × 3,
-# claims 5 × 2, pauses 4 × 2 + 1 (the standing approvals of the approval question),
-# finish 2.
-RUN_BUDGET = 36
+# claims 5 × 2, pauses 4 × 2, finish 2.
+RUN_BUDGET = 35
 # Transactions per whole run: start 1, resumes 4 × 1, claims 5 × 1, segment ends 5 × 1.
 RUN_TRANSACTIONS = 15
 

@@ -35,6 +35,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from agentsite.errors import Conflict, InvalidInput, ServiceError
 from agentsite.models import IdempotencyKey
+from agentsite.request_transaction import own_savepoints
 
 HEADER = "Idempotency-Key"
 KEEP_SECONDS = 24 * 3600
@@ -126,7 +127,8 @@ def idempotent(view: Callable[..., Response]) -> Callable[..., Response]:
         if random.random() < 0.01:  # keep the table to about a day of keys
             IdempotencyKey.objects.filter(claimed_at__lt=now - timedelta(seconds=KEEP_SECONDS),
                                           status__isnull=False).delete()
-        with transaction.atomic():
+        # Its own savepoints for the services: an error answer is stored after them.
+        with transaction.atomic(), own_savepoints():
             row = hold(user_id, hashed, fp, now)
             if isinstance(row, Response):
                 return row

@@ -42,6 +42,7 @@ from agentsite.errors import Forbidden, InvalidInput, NotFound, ServiceError
 from agentsite.models import ApiToken, SecurityEvent
 from agentsite.security_audit import security_event
 from agentsite.throttles import auth_failure, retry_after, throttle_wait
+from agentsite.token_lookup import token_with_user
 
 Scope = ApiToken.Scope
 SCOPES: tuple[str, ...] = tuple(Scope.values)
@@ -182,8 +183,7 @@ def _refused(request: Any, detail: str, code: str = "authentication_failed") -> 
 def token_authenticate(raw: str, request: Any = None) -> tuple[Any, ApiToken]:
     """The user and the token row for a presented token (one query with its user), or
     ``AuthenticationFailed`` (401): unknown, revoked, expired, or the user inactive."""
-    token = (ApiToken.objects.select_related("user")
-             .filter(digest=token_digest(raw)).first())
+    token = token_with_user(token_digest(raw))  # plain SQL (agentsite.token_lookup)
     if token is None:
         raise _refused(request, "Invalid token.")
     if token.revoked_at is not None:

@@ -45,6 +45,7 @@ from agentsite import parsers, timing
 from agentsite.api_errors import UNAVAILABLE, unavailable_body
 from agentsite.errors import Conflict, NotFound, ServiceError, pydantic_fields
 from agentsite.limits import check_answer_size
+from agentsite.request_transaction import request_transaction
 from agentsite.throttles import retry_after
 from agentsite.token_auth import Scope, door_authenticate, require_scope
 from agui import outcomes
@@ -58,6 +59,7 @@ from agui.relay import (
     fetch_truth,
     relay_segment,
 )
+from agui.sql import runs_holding
 from execution.checkpointer import thread_values
 from execution.lifecycle import interrupts_answer
 from hitl.decide import Answer
@@ -181,16 +183,14 @@ def _channel_counter(run_id: object) -> int:
     return int(redis_client().get(counter_key(run_channel(run_id))) or 0)
 
 
-def _runs_holding(thread_id: str, agent: str, ids: list[str]) -> list[Any]:
-    """The runs of a thread holding these interrupts (an AG-UI resume names interrupts
-    only), as rows with ``pk`` and ``owner_id`` (what ``can_decide`` reads; no run is
-    built); a run holding several comes once per interrupt."""
-    return list(AgentRun.objects.filter(thread_id=thread_id, agent=agent,
-                                        interrupts__interrupt_id__in=ids)
-                .values_list("pk", "owner_id", named=True))
-
-
 def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
+    # One transaction, authentication included: the services join it
+    # (agentsite.request_transaction); it commits before the stream starts.
+    with request_transaction(refusals=(ServiceError, ApiError)):
+        return _run_or_resume_in(request, agent, raw)
+
+
+def _run_or_resume_in(request: HttpRequest, agent: str, raw: bytes) -> Plan:
     user, auth = _authenticate(request)
     if registry.get(agent) is None:
         raise ApiError(404, "unknown_agent", f"unknown agent {agent!r}")
@@ -205,7 +205,8 @@ def _run_or_resume(request: HttpRequest, agent: str, raw: bytes) -> Plan:
                 check_answer_size(entry.payload, f"resume.{entry.interrupt_id}.payload")
             # Someone else's thread answers like a missing one (the same 404, whether or not
             # the ids exist there).
-            run_ids = {run.pk for run in _runs_holding(str(tid), agent, ids)
+            run_ids = {run.pk for run in runs_holding(thread_id=str(tid), agent=agent,
+                                                      interrupt_ids=ids)
                        if can_decide(user, run)}
             if not run_ids:
                 raise NotFound(f"thread has no interrupt {ids[0]!r}", code="unknown_interrupt",

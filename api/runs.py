@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from agentsite.api_docs import IDEMPOTENCY_KEY, ErrorSerializer, errors
 from agentsite.idempotency import idempotent
+from agentsite.request_transaction import request_transaction
 from agentsite.token_auth import Scope
 from api.params import choice_param
 from api.serializers import (
@@ -78,6 +79,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     # What an API token needs besides ``read`` (agentsite.token_auth.TokenScope).
     token_scopes = {"create": Scope.START, "resume": Scope.ANSWER, "cancel": Scope.ANSWER,
                     "retry": Scope.ANSWER}
+
+    def dispatch(self, request, *args, **kwargs):
+        # A write is one transaction, authentication included (the token's lookup): the
+        # services join it (agentsite.request_transaction).
+        if request.method != "POST":
+            return super().dispatch(request, *args, **kwargs)
+        with request_transaction():
+            return super().dispatch(request, *args, **kwargs)
 
     def get_queryset(self):
         qs = _with_details(self._runs())

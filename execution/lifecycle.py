@@ -17,13 +17,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.aggregates import JSONBAgg
 from django.db import transaction
-from django.db.models import F, JSONField, OuterRef, Subquery
-from django.db.models.functions import JSONObject
+from django.db.models import F
 from django.utils import timezone
 
 from agentsite.errors import Conflict, NotFound
+from agentsite.request_transaction import service_atomic
 from agui import outcomes
 from agui.events import custom, run_error, run_started
 from execution import history
@@ -31,13 +30,15 @@ from execution.retries import Failure, backoff_seconds
 from execution.stop import stop_on_commit
 from hitl import lifecycle as interrupts
 from hitl import notify
+from hitl import sql as hitl_sql
 from hitl.decide import Answer, interrupts_decide
 from hitl.models import AgentInterrupt
 from hitl.selectors import can_decide
+from hitl.sql import UNAPPLIED
 from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
-from runs.sql import Write, append_write, run_lock
+from runs.sql import MESSAGES, START_MESSAGE, Related, Write, append_write, run_lock
 from streams.publish import publish_on_commit
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,10 @@ def run_claim(*, run_id: str, segments_done: int | None = None, lease: str = "",
     """
     now = timezone.now()
     with transaction.atomic():
-        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why).
-        run = run_lock(uuid.UUID(str(run_id)), claim=True)
+        # Its commit does not wait for the WAL flush (runs.sql.CLAIM_LOCK_SQL says why);
+        # the answers to resume with (locked) and the start's text are read in the lock's
+        # statement.
+        run = run_lock(uuid.UUID(str(run_id)), claim=True, related=(UNAPPLIED, START_MESSAGE))
         if run is None:
             return None
         # Locked: of two deliveries of one task only the first sees its segment unclaimed.
@@ -212,35 +215,27 @@ def _usage_add(segment: Segment, tokens: Tokens) -> None:
 
 def _initial_state(run: AgentRun) -> dict[str, Any]:
     spec = registry.get(run.agent)
-    text = getattr(run, "start_message", None)  # set by run_start on the run it made
+    # Set by run_start on the run it made, and read by the claim's lock (runs.sql).
+    text = getattr(run, "start_message", None)
     if text is None:
         text = (Message.objects.filter(run_id=run.pk, role=Message.Role.USER)
                 .values_list("content", flat=True).first()) or ""
     return spec.start_state(spec.input_model.model_validate(run.input), text)
 
 
-# A segment's end reads its conversation's messages with the run's lock, in the lock's
-# statement (for MESSAGES_SNAPSHOT; one round trip fewer), in the messages' order.
-CONVERSATION_MESSAGES = Subquery(
-    Message.objects.filter(conversation_id=OuterRef("conversation_id")).order_by()
-    .values("conversation_id")
-    .annotate(rows=JSONBAgg(JSONObject(id="id", role="role", content="content"),
-                            order_by=("created_at", "id")))
-    .values("rows"), output_field=JSONField())
-# One of them: what ``agui.events.messages_snapshot`` reads.
+# One of the conversation's messages, as a segment's end reads them with the run's lock
+# (``runs.sql.MESSAGES``): what ``agui.events.messages_snapshot`` reads.
 MessageRow = namedtuple("MessageRow", "id role content")
 
 
-def _lock_running(segment: Segment, facts: dict[str, Any]) -> AgentRun | None:
-    """Lock the segment's run, annotated with ``facts`` (what the notifications need to
-    know, ``hitl.notify``: a pause, whether a new question reaches anyone; a finish,
-    whether its end does); None when the segment no longer holds it."""
-    try:
-        run = (AgentRun.objects.select_for_update(of=("self",))
-               .annotate(**facts, conversation_messages=CONVERSATION_MESSAGES)
-               .get(pk=uuid.UUID(segment.run_id)))
-    except AgentRun.DoesNotExist:
-        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone") from None
+def _lock_running(segment: Segment, facts: Sequence[Related]) -> AgentRun | None:
+    """Lock the segment's run, with ``facts`` (what the notifications need to know,
+    ``hitl.sql``: a pause, whether a new question reaches anyone; a finish, whether its
+    end does) and the conversation's messages read in the lock's statement; None when
+    the segment no longer holds it."""
+    run = run_lock(uuid.UUID(segment.run_id), related=(*facts, MESSAGES))
+    if run is None:
+        raise AgentRun.DoesNotExist(f"run {segment.run_id} is gone")
     # Locked: a cancel may have landed while the graph ran (its status wins), or our
     # lease lapsed and another worker took the segment over (its claim wins).
     if run.status != Status.RUNNING or run.lease_owner != segment.lease:
@@ -281,7 +276,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
                 for i in interrupts_raised]
     with interrupts.raised_again_refused(), transaction.atomic():
-        run = _lock_running(segment, notify.QUESTION_FACTS)
+        # The standing approvals come with the lock: they may answer the new questions.
+        run = _lock_running(segment, (*hitl_sql.QUESTION_FACTS, hitl_sql.STANDING))
         if run is None:
             return None
         if tokens is not None:
@@ -308,7 +304,7 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` and ``tokens`` as in ``run_pause``)."""
     with transaction.atomic():
-        run = _lock_running(segment, notify.RUN_FACTS)
+        run = _lock_running(segment, hitl_sql.RUN_FACTS)
         if run is None:
             return None
         if tokens is not None:
@@ -411,7 +407,7 @@ def run_retry(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
     Exactly once: under the run's lock only the first of concurrent calls finds it
     failed. A run whose thread has had a later run is not continued (its checkpoint is no
     longer the thread's latest)."""
-    with transaction.atomic():
+    with service_atomic():  # joins a door's request transaction (agentsite.request_transaction)
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         if run.status != Status.FAILED:
             raise Conflict(f"only a failed run can be retried; this one is {run.status}",
@@ -453,7 +449,7 @@ def run_cancel(*, actor: Any, run_id: Any, surface: str = "api") -> AgentRun:
 
     A running segment hears of it at once (``execution.stop``): its model calls in flight
     are cut, and it stops before its next graph step (``execution.executor``)."""
-    with transaction.atomic():
+    with service_atomic():  # joins a door's request transaction (agentsite.request_transaction)
         run = _locked_decidable_run(actor=actor, run_id=run_id)
         # Locked: a decision or the worker finishing races with us; whoever locks first wins.
         if run.is_finished:

@@ -16,20 +16,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db import transaction
 from django.utils import timezone
 
 from agentsite.errors import Conflict, Gone, InvalidInput, NotFound
+from agentsite.request_transaction import service_atomic
 from hitl import policies
 from hitl.formats import CANCELS_RUN, InvalidAnswer
 from hitl.models import AgentInterrupt, InterruptVote
-from hitl.selectors import ASSIGNMENT_IDS, can_decide
+from hitl.selectors import can_decide
+from hitl.sql import DECIDING
 from hitl.transitions import Pending, interrupt_transition
 from observability import tracing
 from runs import registry
 from runs.models import AgentRun, AuditLog
-from runs.services import audit, run_locked, run_resume
-from runs.sql import Write, writes_together
+from runs.services import audit, run_resume
+from runs.sql import Write, run_lock, usage_related, writes_together
 from streams.publish import notify_user_on_commit
 
 
@@ -62,7 +63,8 @@ def interrupts_decide(*, actor: Any, run_id: Any, answers: list[Answer],
     run_uuid = _run_uuid(run_id)
     tracing.request_attributes(run_id=run_uuid, user_id=getattr(actor, "pk", None),
                                interrupt_ids=ids)
-    with transaction.atomic():
+    # Joins the request's transaction when a door opened one (agentsite.request_transaction).
+    with service_atomic():
         run, rows = _lock(actor=actor, run_uuid=run_uuid, ids=ids)
         _check_decidable(run, [rows[i] for i in ids])
         _check_policy(actor, run, [rows[i] for i in ids])
@@ -121,14 +123,13 @@ def _lock(*, actor: Any, run_uuid: uuid.UUID,
     deadlock); a run the actor may not decide is not found (its row is unlocked with the
     rollback)."""
     # Locked: a concurrent decision, claim or cancel of this run waits for our commit.
-    run = run_locked(run_uuid)
+    # Its interrupts are locked after it in the same statement (``hitl.sql.DECIDING``,
+    # with their assignment as id arrays: no user rows loaded to compare ids), and the
+    # run's usage rows read for what a surface shows of the run (``runs.sql``).
+    run = run_lock(run_uuid, related=(DECIDING, usage_related()))
     if run is None or not can_decide(actor, run):
         raise NotFound("run not found")
-    # Locked too (only this table's rows: ``of``), with assignment as id arrays
-    # (``hitl.policies.assignment``): no user rows loaded to compare ids.
-    interrupts = (AgentInterrupt.objects.select_for_update(of=("self",))
-                  .filter(run_id=run_uuid).order_by("id").annotate(**ASSIGNMENT_IDS))
-    rows = {row.interrupt_id: row for row in interrupts}
+    rows = {row.interrupt_id: row for row in run.interrupts_locked}
     unknown = [i for i in ids if i not in rows]
     if unknown:
         raise NotFound(f"run has no interrupt {unknown[0]!r}", code="unknown_interrupt",

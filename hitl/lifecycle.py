@@ -18,6 +18,7 @@ from hitl import notify, policies
 from hitl.assign import resolve_names
 from hitl.formats import CANCELS_RUN, recognise
 from hitl.models import AgentInterrupt, StandingApproval
+from hitl.sql import STANDING, UNAPPLIED
 from hitl.transitions import Pending, interrupt_transition, interrupts_mark_applied
 from observability import metrics
 from runs import registry
@@ -48,7 +49,11 @@ ANSWERED = (AgentInterrupt.Status.DECIDED, AgentInterrupt.Status.CANCELLED)
 
 def interrupts_to_apply(run: AgentRun) -> list[AgentInterrupt]:
     """The run's answered interrupts not yet fed to the graph, locked (the caller holds
-    the run's lock, taken first)."""
+    the run's lock, taken first; read with it when locked with ``hitl.sql.UNAPPLIED``)."""
+    unapplied = getattr(run, UNAPPLIED.attr, None)
+    if unapplied is not None:
+        return [row for row in unapplied
+                if row.decided_at is not None and row.status in ANSWERED]
     return list(AgentInterrupt.objects.select_for_update().filter(
         run=run, applied_at__isnull=True, decided_at__isnull=False,
         status__in=ANSWERED).order_by("id"))
@@ -128,7 +133,7 @@ def interrupts_open(*, run: AgentRun, requests: list[tuple[Any, ...]],
             assigned.add(row.pk)
     if own_audits:
         audits_save(audits)
-    _notify_opened(run, rows, assigned)
+    _notify_opened(run, rows, assigned, writes)
     notify_user_on_commit(run.owner_id, {"type": "interrupts_changed", "run_id": str(run.id)})
     return rows
 
@@ -167,9 +172,11 @@ def _assign(row: AgentInterrupt, rule: Any) -> bool:
     return bool(rule.assignees or rule.groups)
 
 
-def _notify_opened(run: AgentRun, rows: list[AgentInterrupt], assigned: set[Any]) -> None:
+def _notify_opened(run: AgentRun, rows: list[AgentInterrupt], assigned: set[Any],
+                   writes: list[Write] | None) -> None:
     """An unassigned question goes to the requester (by email) and the agent's webhooks: a
-    notify task only if there is one of them (it would find nobody to tell otherwise)."""
+    notify task only if there is one of them (it would find nobody to tell otherwise).
+    Given ``writes``, the outbox rows join the caller's one statement."""
     reaches_requester: bool | None = None
     for row in rows:
         if row.status != Pending:
@@ -179,7 +186,7 @@ def _notify_opened(run: AgentRun, rows: list[AgentInterrupt], assigned: set[Any]
                 reaches_requester = notify.anyone_for(run)
             if not reaches_requester:
                 continue
-        notify.on_commit("interrupt.created", run=run, interrupt=row)
+        notify.on_commit("interrupt.created", run=run, interrupt=row, writes=writes)
 
 
 @contextmanager
@@ -203,9 +210,12 @@ def _standing_approvals(run: AgentRun, rows: list[AgentInterrupt], now: datetime
     candidates = [r for r in rows if r.format.subjects()]
     if not candidates:
         return 0
-    # In the order they apply; the grantor comes along (a match names it).
-    rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
-                 .select_related("granted_by").order_by("created_at", "id"))
+    # In the order they apply; the grantor comes along (a match names it). A pause read
+    # them with the run's lock (``hitl.sql.STANDING``).
+    rules = getattr(run, STANDING.attr, None)
+    if rules is None:
+        rules = list(StandingApproval.objects.filter(agent=run.agent, revoked_at__isnull=True)
+                     .select_related("granted_by").order_by("created_at", "id"))
     done = 0
     for row in candidates:
         rule = next((r for r in rules if policies.standing_matches(

@@ -35,6 +35,7 @@ from agentsite.outbound import outbound_client
 from hitl.models import AgentInterrupt, AgentWebhook, Notification, WebhookDelivery
 from observability import metrics
 from runs.models import AgentRun
+from runs.sql import insert_returning
 
 log = logging.getLogger(__name__)
 
@@ -54,18 +55,25 @@ def send_task(name: str, *args: Any, **kwargs: Any) -> None:
         log.warning("task %s not sent (broker unavailable): %s", name, exc)
 
 
-def on_run_finished(sender: type, *, run: AgentRun, **kwargs: Any) -> None:
-    """``runs.signals.run_finished``: tell the assignees (or the requester) on commit."""
-    on_commit("run.finished", run=run)
+def on_run_finished(sender: type, *, run: AgentRun, writes: list[Any] | None = None,
+                    **kwargs: Any) -> None:
+    """``runs.signals.run_finished``: tell the assignees (or the requester) on commit
+    (``writes``: the run's status change's, which the outbox row joins)."""
+    on_commit("run.finished", run=run, writes=writes)
 
 
 def on_commit(event: str, *, run: AgentRun, interrupt: AgentInterrupt | None = None,
-              groups: list[str] | None = None) -> None:
+              groups: list[str] | None = None, writes: list[Any] | None = None) -> None:
     """Owe a notice about ``event``: its outbox row is written in the current transaction
-    (it commits with the change that makes it due), its task sent once that commits."""
-    row = Notification.objects.create(event=event, run_id=run.pk,
-                                      interrupt_id=interrupt.pk if interrupt else None,
-                                      groups=groups or [])
+    (it commits with the change that makes it due), its task sent once that commits.
+    ``writes``: the caller's writes for one statement (``runs.sql.writes_together``), which
+    the row's INSERT joins (its id comes back before commit); else it is inserted now."""
+    row = Notification(event=event, run_id=run.pk,
+                       interrupt_id=interrupt.pk if interrupt else None, groups=groups or [])
+    if writes is None:
+        row.save(force_insert=True)
+    else:
+        writes.append(insert_returning(row))
     # robust: a broker that is down delays the notice (the reaper resends it), and never
     # fails the caller's committed change.
     transaction.on_commit(lambda: send_task(NOTIFY_TASK, row.pk), robust=True)

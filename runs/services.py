@@ -20,11 +20,12 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from agentsite.errors import Conflict, InvalidInput, NotFound, pydantic_fields
+from agentsite.request_transaction import service_atomic
 from observability import metrics, tracing
 from runs import queue, registry
 from runs.models import AgentRun, AuditLog, Conversation, Message
 from runs.signals import run_finished
-from runs.sql import Write, run_lock, run_update
+from runs.sql import Write, insert_of, run_lock, run_update, writes_together
 from streams.publish import run_ended_on_commit
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,13 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
     would be told of the run's end (no notification task)."""
     before = run.status
     run.status = to
+    also = list(also)
     if to in AgentRun.FINISHED:
         run.finished_at = timezone.now()
+    if to in AgentRun.FINISHED and notify:
+        # The hitl layer (above) tells the assignees or the requester, on commit; its
+        # outbox row joins this change's statement (``writes``).
+        run_finished.send(sender=AgentRun, run=run, writes=also)
     # One statement: the run's row and the audit rows (runs.sql).
     run_update(run=run, fields=["status", "finished_at", *fields, *_stale_cleared(run)],
                also=also, audits=[*audits, audit_row(run=run, action=AuditLog.Action.RUN_STATUS,
@@ -98,9 +104,6 @@ def run_transition(*, run: AgentRun, to: str, actor: Any = None, payload: Any = 
         run_ended_on_commit(run.id)  # its event counter now expires with its events
         if run.runs_waiting and before in AgentRun.ACTIVE:
             queue.run_next_queue(ended=run)  # the thread goes to the oldest waiting run
-    if to in AgentRun.FINISHED and notify:
-        # The hitl layer (above) tells the assignees or the requester, on commit.
-        run_finished.send(sender=AgentRun, run=run)
 
 
 def _stale_cleared(run: AgentRun) -> list[str]:
@@ -186,7 +189,8 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
     """
     spec, clean = _validated_input(agent, input)
     holder = None
-    with transaction.atomic():
+    # Joins the request's transaction when a door opened one (agentsite.request_transaction).
+    with service_atomic():
         if thread_id:
             conversation, created = _locked_thread(
                 owner=owner, agent=agent, thread_id=thread_id, create=create_thread,
@@ -195,21 +199,28 @@ def run_start(*, owner: Any, agent: str, input: dict[str, Any] | None = None,
                 holder = queue.holder_flag(conversation=conversation)
             elif not created:  # a thread made just now has no runs
                 _check_thread_idle(conversation)
-        else:
-            conversation = Conversation.objects.create(
-                owner=owner, agent=agent, title=(message or agent)[:200])
+        writes: list[Write] = []
+        if not thread_id:  # a new conversation: inserted with the run (ids made here)
+            conversation = Conversation(owner=owner, agent=agent, title=(message or agent)[:200])
+            writes.append(insert_of([conversation]))
         run = _create_run(owner=owner, conversation=conversation, spec=spec, clean=clean,
                           message=message, metadata=metadata, stream_modes=stream_modes,
                           status=Status.WAITING if holder else Status.QUEUED,
-                          webhook=webhook)
+                          webhook=webhook, writes=writes)
         queued = audit_row(run=run, action=AuditLog.Action.RUN_STATUS, actor=owner,
                            to_status=run.status, surface=surface,
                            payload={"input": run.input, "message": message,
                                     **(queue.waiting_behind(holder) if holder else {})})
-        if holder is None:
-            run_enqueue_on_commit(run, audits=[queued])
-        else:
-            audits_save([queued])  # its task is sent when the holder ends
+        try:
+            # One statement: the conversation, the run, its messages and its audit row.
+            # No savepoint: the conversation is locked and idle (or new), so this is a
+            # last guard, and its error ends the transaction, which run_start leaves with
+            # the Conflict.
+            writes_together(writes=writes, audits=[queued])
+        except IntegrityError:
+            raise Conflict("thread has an unfinished run", code="thread_busy") from None
+        if holder is None:  # else its task is sent when the holder ends
+            _enqueue_on_commit(run)
     tracing.request_attributes(run_id=run.id, user_id=owner.pk)  # the request's span
     return run
 
@@ -274,27 +285,22 @@ def _check_thread_idle(conversation: Conversation) -> None:
 def _create_run(*, owner: Any, conversation: Conversation, spec: Any, clean: BaseModel,
                 message: str, metadata: dict[str, Any] | None = None,
                 stream_modes: Sequence[str] = (), status: str = Status.QUEUED,
-                webhook: str = "") -> AgentRun:
+                webhook: str = "", writes: list[Write]) -> AgentRun:
     # The ids are made here (UUID defaults), so the rows go in without reading any back:
-    # the run with its assistant message's id, then both messages with the run's in one
-    # INSERT (rows that point at each other; Django's foreign keys are checked at commit).
+    # the run with its assistant message's id, then both messages with the run's, their
+    # INSERTs added to ``writes`` (rows that point at each other; Django's foreign keys
+    # are checked at commit).
     assistant = Message(conversation=conversation, role=Message.Role.ASSISTANT, content="")
     run = AgentRun(owner=owner, conversation=conversation, agent=spec.name,
                    agent_version=spec.version, thread_id=conversation.thread_id,
                    input=clean.model_dump(mode="json"), assistant_message=assistant,
                    metadata=metadata or {}, stream_modes=list(stream_modes), status=status,
                    webhook=webhook)
-    try:
-        # No savepoint: the conversation is locked and idle, so this is a last guard, and
-        # its error ends the transaction, which run_start leaves with the Conflict.
-        run.save(force_insert=True)
-    except IntegrityError:
-        raise Conflict("thread has an unfinished run", code="thread_busy") from None
     assistant.run = run
     # The user's text first: its created_at comes before the reply's.
-    Message.objects.bulk_create(
+    writes += [insert_of([run]), insert_of(
         ([Message(conversation=conversation, run=run, role=Message.Role.USER,
-                  content=message)] if message else []) + [assistant])
+                  content=message)] if message else []) + [assistant])]
     # The claim's initial state needs the user's text: no need to read it back.
     run.start_message = message
     return run

@@ -39,29 +39,36 @@ ANSWERS = [{"value": "Apollo"}, {"value": "green"}, {"values": ["metrics", "trac
 # operation → (statements, transactions, why that many). Per operation as one full run
 # meets it: a pause (4 times) and a finish (once), a claim and a resume (4 times each).
 BUDGET: dict[str, tuple[int, int, str]] = {
-    # Token lookup (autocommit), its last_used_at (at most once a minute per token,
-    # autocommit); then one transaction: conversation, run, user message, audit row.
-    "start (web)": (6, 3, "token, token last used, 4 INSERTs"),
-    # Token lookup; then the decision's transaction: the run's lock (runs.sql), its
-    # questions' locks, ONE statement for the decisions + the run's resume + their audit
-    # rows (runs.sql.writes_together); then the usage rows of the response (autocommit).
-    "resume (web)": (5, 3, "token, lock, questions, decisions+resume+audit, usage"),
-    # One transaction: the lock (synchronous_commit off in the same statement), the
-    # answers to resume with (or the first message), ONE statement for running + audit.
-    "claim (worker)": (3, 1, "lock, answers, running+audit"),
-    # One transaction: the lock with the notification facts and the conversation's
-    # messages, the standing approvals (for an approval question), the notification
-    # outbox's INSERT, ONE statement for paused + the questions' INSERT + answers applied
-    # + text appended + audit.
-    "pause (worker)": (4, 1, "lock+messages, standing approvals, outbox, "
-                             "paused+questions+applied+text+audit"),
+    # One transaction (the request's: agentsite.request_transaction): the token lookup
+    # (plain SQL, agentsite.token_lookup), its last_used_at (at most once a minute per
+    # token), ONE statement for the conversation, the run, its messages and its audit row
+    # (runs.sql.writes_together).
+    "start (web)": (3, 1, "token, token last used, conversation+run+messages+audit"),
+    # One transaction, the token's lookup included (agentsite.request_transaction): the
+    # token; the run's lock with its questions locked and its usage rows read in the same
+    # statement (runs.sql.run_lock(related=...)); ONE statement for the decisions + the
+    # run's resume + their audit rows (runs.sql.writes_together).
+    "resume (web)": (3, 1, "token, lock+questions+usage, decisions+resume+audit"),
+    # One transaction: the lock, with synchronous_commit off, the answers to resume with
+    # (locked) and the start's text in the same statement (runs.sql.run_lock); ONE
+    # statement for running + audit.
+    "claim (worker)": (2, 1, "lock+answers+start text, running+audit"),
+    # One transaction: the lock with the notification facts, the standing approvals and
+    # the conversation's messages in its statement; ONE statement for paused + the
+    # questions' INSERT + answers applied + text appended + the notification outbox row +
+    # audit.
+    "pause (worker)": (2, 1, "lock+facts+standing approvals+messages, "
+                             "paused+questions+applied+text+outbox+audit"),
     # One transaction: the lock with the messages, ONE statement for completed + answers
-    # applied + text appended + audit, the outbox's INSERT.
-    "finish (worker)": (3, 1, "lock+messages, completed+applied+text+audit, outbox"),
+    # applied + text appended + the outbox row + audit.
+    "finish (worker)": (2, 1, "lock+messages, completed+applied+text+outbox+audit"),
 }
 # The whole run, Django's connection, web and worker (the checkpointer's apart). Before
-# issue 37: 94 statements, 25 transactions.
-RUN_BUDGET = 57
+# issue 37: 94 statements, 25 transactions; then 57 / 25. Now: start 3, resumes 4 × 3,
+# claims 5 × 2, pauses 4 × 2, finish 2.
+RUN_BUDGET = 35
+# Transactions per whole run: start 1, resumes 4 × 1, claims 5 × 1, segment ends 5 × 1.
+RUN_TRANSACTIONS = 15
 
 
 class Tally:
@@ -145,3 +152,6 @@ def test_a_full_dev_run_spends_at_most_its_budget(users, unconsumed_queue, setti
             for name, s, t, _ in seen if s > BUDGET[name][0] or t > BUDGET[name][1]]
     assert not over, over
     assert total <= RUN_BUDGET, f"{total} statements per full dev run, budget {RUN_BUDGET}"
+    transactions = sum(t for _, _, t, _ in seen)
+    assert transactions <= RUN_TRANSACTIONS, (
+        f"{transactions} transactions per full dev run, budget {RUN_TRANSACTIONS}")

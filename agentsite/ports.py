@@ -99,6 +99,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_block(size: int) -> int:
+    """The first of ``size`` consecutive ports, all free now: for a server that puts its
+    own children on the ports after its own (``make run``'s edge runs the web process on
+    PORT + 1), so that no later ``free_port`` hands one of them to another server."""
+    ports = port_range()
+    for _ in range(200):
+        first = _random.choice(ports[:-size])
+        block = range(first, first + size)
+        if not _handed_out.intersection(block) and all(bindable(p) for p in block):
+            _handed_out.update(block)
+            return first
+    raise RuntimeError(f"no {size} consecutive free ports in {ports}")
+
+
 def retry_taken_ports(start: Callable[[], T], *, attempts: int = PORT_ATTEMPTS) -> T:
     """``start()`` (which picks its ports with ``free_port`` and starts servers on them,
     stopping what it started when it fails), tried again with fresh ports while a

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from ag_ui.core import CustomEvent
 
+from agentsite.ports import free_port_block
 from agentsite.processes import children_of, free_port, pushpin_installed
 from streams.publish import publish
 from tests.edge.sse_many import Stream
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.agui_unchecke
 def test_make_run_with_pushpin_serves_held_streams(users, tmp_path):
     if not pushpin_installed():
         pytest.skip("pushpin is not installed (make test installs it)")
-    port = free_port()
+    port = free_port_block(2)  # the launcher's web process listens on port + 1
     launcher, log = start_launcher(tmp_path, port, EDGE="pushpin", WEB_PROCESSES="2",
                                    GRIP_PUBLISH_PORT=str(free_port()),
                                    GRIP_PUSH_PORT=str(free_port()))

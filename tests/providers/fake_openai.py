@@ -524,8 +524,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.chunk(data)
             if fault.kind == "malformed":
                 self.chunk(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": \n\n')
-                self.chunk(b"data: [DONE]\n\n")
-                self.end_stream()
+                try:
+                    self.chunk(b"data: [DONE]\n\n")
+                    self.end_stream()
+                except (BrokenPipeError, ConnectionResetError):
+                    # The client may give up at the broken chunk and close before the
+                    # rest is written: the fault was delivered all the same.
+                    self.close_connection = True
             else:
                 self.cut()
             return

@@ -69,3 +69,29 @@ def empty_run_tables() -> None:
         cursor.execute("TRUNCATE {} CASCADE".format(
             ", ".join(connection.ops.quote_name(table) for table in _RUN_TABLES)))
     connection.close()
+
+
+def use_database(name: str, *, fresh: bool = False) -> str:
+    """Point Django (set up already) at the bench database ``name`` next to the configured
+    one, made if missing (``fresh``: dropped and made anew), migrated; return its URL. A
+    bench that seeds a large set once and keeps it across sittings uses this."""
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        quoted = connection.ops.quote_name(name)
+        if fresh:
+            cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE {quoted}")
+    connection.close()
+    if hasattr(connection, "close_pool"):  # a pool keeps connections to the old database
+        connection.close_pool()
+    settings.DATABASES["default"]["NAME"] = name
+    connection.settings_dict["NAME"] = name
+    call_command("migrate", verbosity=0)
+    d = connection.settings_dict
+    auth = d["USER"] + (f":{d['PASSWORD']}" if d["PASSWORD"] else "")
+    return f"postgresql://{auth}@{d['HOST']}:{d['PORT']}/{name}"

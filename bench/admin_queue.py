@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
-from bench._database import fresh_database  # noqa: E402
+from bench._database import fresh_database, use_database  # noqa: E402
 
 fresh_database()
 
@@ -30,8 +30,6 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -41,20 +39,6 @@ from bench._services import load, percentile  # noqa: E402
 BENCH_DB = "agentsite_bench_admin"
 USERS, RUNS, PER_RUN = 50, 10_000, 10
 KINDS = ["approval", "review", "input", "select", "multiSelect", "modal", "unlock"]
-
-
-def use_bench_database() -> None:
-    """Create the bench database next to the configured one and point Django at it."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB])
-        if cursor.fetchone() is None:
-            cursor.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    connection.close()
-    if hasattr(connection, "close_pool"):  # a pool keeps connections to the old database
-        connection.close_pool()
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    connection.settings_dict["NAME"] = BENCH_DB
-    call_command("migrate", verbosity=0)
 
 
 def request_for(kind: str, i: int) -> dict:
@@ -155,7 +139,7 @@ def main() -> None:
 
     from hitl.models import AgentInterrupt
 
-    use_bench_database()
+    use_database(BENCH_DB)
     if args.reseed or AgentInterrupt.objects.filter(interrupt_id__startswith="bench").count() \
             != RUNS * PER_RUN:
         seed()

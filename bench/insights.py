@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
-from bench._database import fresh_database  # noqa: E402
+from bench._database import fresh_database, use_database  # noqa: E402
 
 fresh_database()
 
@@ -31,8 +31,6 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -47,19 +45,6 @@ BATCH = {"action_requests": [{"name": "send_email", "args": {"to": "a@example.co
                              {"name": "delete_file", "args": {"path": "/tmp/x"}}],
          "review_configs": []}
 DECISIONS = ["approve", "edit", "reject", "respond"]
-
-
-def use_bench_database() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB])
-        if cursor.fetchone() is None:
-            cursor.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    connection.close()
-    if hasattr(connection, "close_pool"):
-        connection.close_pool()
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    connection.settings_dict["NAME"] = BENCH_DB
-    call_command("migrate", verbosity=0)
 
 
 def question(i: int) -> tuple[str, dict, dict]:
@@ -156,7 +141,7 @@ def main() -> None:
 
     from hitl.models import AgentInterrupt
 
-    use_bench_database()
+    use_database(BENCH_DB)
     if args.reseed or AgentInterrupt.objects.count() != RUNS * PER_RUN:
         seed()
     base = "/admin/insights/"

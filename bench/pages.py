@@ -30,7 +30,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop, see below
 
-from bench._database import fresh_database  # noqa: E402
+from bench._database import fresh_database, use_database  # noqa: E402
 
 fresh_database()
 
@@ -40,7 +40,6 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -48,22 +47,6 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from bench._services import Stack, percentile, report  # noqa: E402
 
 BENCH_DB = "agentsite_bench_pages"
-
-
-def use_bench_database() -> str:
-    """Create (afresh) the bench database and point Django at it; return its URL."""
-    with connection.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    connection.close()
-    if hasattr(connection, "close_pool"):
-        connection.close_pool()
-    settings.DATABASES["default"]["NAME"] = BENCH_DB
-    connection.settings_dict["NAME"] = BENCH_DB
-    call_command("migrate", verbosity=0)
-    d = connection.settings_dict
-    auth = d["USER"] + (f":{d['PASSWORD']}" if d["PASSWORD"] else "")
-    return f"postgresql://{auth}@{d['HOST']}:{d['PORT']}/{BENCH_DB}"
 
 
 def seed_conversation(owner, messages: int):
@@ -233,7 +216,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--cards", type=int, default=20)
     args = parser.parse_args()
-    db_url = use_bench_database()
+    db_url = use_database(BENCH_DB, fresh=True)
     server_time(args.samples)
     card_latency(db_url, args.cards)
 

@@ -6,27 +6,16 @@ every other door."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-
 import pytest
 
 from runs.models import AgentRun, AuditLog
-from tests.agui.test_agui_node import NODE_DIR, _npm_ci
+from tests.agui.test_agui_node import node_test
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_use_stream_flow(live, users):
-    assert shutil.which("node") and shutil.which("npm"), "node and npm must be on PATH"
-    _npm_ci()
-    done = subprocess.run(
-        ["node", "--test", "--test-reporter=spec", "lg_use_stream.test.mjs"], cwd=NODE_DIR,
-        env={"PATH": os.environ["PATH"], "AGENTSITE_URL": live["base_url"],
-             "AGENTSITE_TOKEN": users["owner_token"]},
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"node tests failed:\n{done.stdout}\n{done.stderr}"
+    node_test(live["base_url"], users["owner_token"], "lg_use_stream.test.mjs")
     # The conversation, then the first run of the queue test answered to its end and the
     # run queued behind it at its first question.
     runs = list(AgentRun.objects.order_by("created_at"))

@@ -59,13 +59,15 @@ def holdable(request: HttpRequest, plan: Plan) -> bool:
     return plan.live and plan.cancel_by is None and proxied(request)
 
 
-def _stored(run_id: str) -> tuple[list[tuple[int, Wire]], int]:
+def _stored(run_id: str, first: int = 1) -> tuple[list[tuple[int, Wire]], int]:
+    """The run's stored events from id ``first`` on, and the last stored id."""
     name = run_channel(run_id)
     client = redis_client()
     top = int(client.get(counter_key(name)) or 0)
-    raws = client.mget([event_key(name, i) for i in range(1, top + 1)]) if top else []
+    ids = range(first, top + 1)
+    raws = client.mget([event_key(name, i) for i in ids]) if ids else []
     return [(i, Wire.of(json.loads(raw)["data"]))
-            for i, raw in enumerate(raws, start=1) if raw is not None], top
+            for i, raw in enumerate(raws, start=first) if raw is not None], top
 
 
 def _frames(plan: Plan, after: int, skip: int,
@@ -153,7 +155,9 @@ def next_link(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse
     plan = join_plan(row, modes, None)
     plan.subgraphs = subgraphs
     last = _grip_last(request, platform_hold_channel(run_id))
-    body, ended, top = _frames(plan, after, last)
+    # The link's segment starts after ``after``: the proxy comes once per event, so read
+    # only from there, not the run's whole log each time.
+    body, ended, top = _frames(plan, after, last, _stored(run_id, first=after + 1))
     if not ended and row.status not in AgentRun.LIVE and top <= last:
         ended = True  # its end was never stored: nothing more will come
     return _answer(body, plan, user, after, ended, top, {})

@@ -46,15 +46,7 @@ class _Tracked:
         self.events, self.last = events, 0
 
     async def follow(self, *, after: int) -> AsyncIterator[Any]:
-        task = asyncio.current_task()
         async for item in self.events.follow(after=after):
-            if task is not None and task.cancelling():
-                # Django cancelled this answer (its client went: ASGI's http.disconnect),
-                # but the cancel was absorbed below us: seen under load, the task stays
-                # "cancelling" while the stream follows on, never told, so a waiting
-                # run's ``on_disconnect=cancel`` never happened. The follower yields at
-                # least every few seconds (its idle checks), so we stop within those.
-                raise asyncio.CancelledError
             if isinstance(item, Event):
                 self.last = item.id
             yield item

@@ -185,7 +185,15 @@ class ChannelEvents:
         then: Event | Idle | None = None  # what follows the read
         then_at: Any = None  # its publish time
         suspect = False  # events may be gone: the watchdog looks now, and soon again
+        task = asyncio.current_task()
         while True:
+            if task is not None and task.cancelling():
+                # The answer was cancelled (its client went: ASGI's http.disconnect) but
+                # the cancel was absorbed below us: seen under load, the task stays
+                # "cancelling" while the stream follows on, never told (a waiting run's
+                # ``on_disconnect=cancel`` never happened). This loop comes round at
+                # least every ``idle_max`` seconds, so the stream stops within those.
+                raise asyncio.CancelledError
             if read:
                 missing = self.missing
                 for event_id, data, at in await self.store_after(last, upto):

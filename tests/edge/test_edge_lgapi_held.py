@@ -96,6 +96,15 @@ def test_sdk_streams_held_by_pushpin(edge, live, users):
             assert anonymous.get(path).status_code in (401, 403)
             # The hold's next link is the proxy's only: a client asking for it is refused.
             assert outsider.get(path + "/held?h=x").status_code == 404
+        # A reviewer reads anyone's run by id, as over REST: the same rejoin, held.
+        reviewer = get_sync_client(url=edge["base_url"] + "/lg",
+                                   api_key=users["reviewer_token"], timeout=60)
+        try:
+            seen = list(reviewer.runs.join_stream(tid, run_id, last_event_id=first_id,
+                                                  stream_mode=MODES))
+        finally:
+            reviewer.http.client.close()
+        assert _shape(seen) == _shape(rejoined), (_shape(seen), _shape(rejoined))
     finally:
         held.http.client.close()
         direct.http.client.close()

@@ -312,8 +312,8 @@ class _Outbox:
     callbacks run in the order registered. A transaction with several calls sends one
     command each (unless they join one in ``published_together``); the sender does not
     wait for their answers (``_Sender``), so that is one socket write more per call, not
-    one round trip more. Run events are serialized
-    at send time: callers add to the list until the commit."""
+    one round trip more. Run events are serialized at send time: callers add to the list
+    until the commit."""
 
     def __init__(self) -> None:
         self.items: list[tuple[str, list[Any]]] = []

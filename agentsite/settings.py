@@ -202,8 +202,9 @@ CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "agentsite")
-# A task is acknowledged only after it finished; a worker that dies mid-run
-# leaves the message for the next worker (the graph resumes from its checkpoint).
+# A task is acknowledged only after it finished: a worker stopped warmly mid-run puts the
+# message back for the next worker (the graph resumes from its checkpoint); one killed
+# loses it, and the reaper sends the run again (below, CELERY_BROKER_TRANSPORT_OPTIONS).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -214,7 +215,16 @@ if CELERY_WORKER_POOL not in ("threads", "prefork", "solo"):
     raise ImproperlyConfigured(f"WORKER_POOL must be threads, prefork or solo, got "
                                f"{CELERY_WORKER_POOL!r}")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+# No Redis ack emulation (issue 37): kombu's emulation wrote every delivered message into
+# an "unacked" hash and index (one MULTI pipeline on delivery, another on the ack, each on
+# a new redis-py client: ~25% of the worker's CPU), so that a SIGKILLed worker's
+# messages came back after `visibility_timeout`. Postgres is our record of owed work
+# instead: the reaper resends every run, notification and webhook delivery owed a task
+# (execution/reaper.py), a lost history repair is redone at the thread's next run, and
+# beat's tasks are periodic. A warm shutdown still puts prefetched messages back on the
+# queue (kombu's in-memory QoS restores them when the channel closes); what a SIGKILL
+# loses, the reaper resends after REQUEUE_AFTER_SECONDS ([failure model]).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False}
 CELERY_TASK_ALWAYS_EAGER = False
 # Crash and outage recovery (execution/reaper.py, run by every worker). A running segment
 # holds a lease of LEASE_SECONDS that its worker renews every third of it; a lapsed lease

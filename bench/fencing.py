@@ -3,7 +3,8 @@
 A 4-step graph streams on the Postgres checkpointer, with its writes fenced by a
 running run's lease (``FencedCheckpointer``) and without (the bare ``PostgresSaver``),
 alternating, on a fresh bench database. Prints per-stream wall time (p50 / p90) and the
-checkpoint writes per stream, so the cost per write can be read off.
+checkpoint writes per stream, so the cost per write can be read off, and this process's
+CPU time per stream (mean).
 
 Usage: python bench/fencing.py [--rounds 200] [--durability sync]
 """
@@ -85,17 +86,19 @@ def main() -> None:
     saver = get_checkpointer()
     plain, fenced = graph(saver), graph(Counting(saver))
     times: dict[str, list[float]] = {"plain": [], "fenced": []}
+    cpu: dict[str, list[float]] = {"plain": [], "fenced": []}  # this process, all threads
     print(f"load before: {load()}")
     for i in range(args.rounds + 10):
         for name, compiled in (("plain", plain), ("fenced", fenced)) if i % 2 else (
                 ("fenced", fenced), ("plain", plain)):
             config = {"configurable": {"thread_id": str(uuid.uuid4()),
                                        **segment_config(run_id=str(run.id), lease=lease)}}
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             for _ in compiled.stream({"n": 0}, config, durability=args.durability):
                 pass
             if i >= 10:  # warm-up
                 times[name].append((time.perf_counter() - started) * 1000)
+                cpu[name].append((time.process_time() - cpu_started) * 1000)
     writes = Counting.writes / (args.rounds + 10)
     print(f"load after: {load()}")
     print(f"durability={args.durability}, {args.rounds} alternating rounds, "
@@ -103,9 +106,12 @@ def main() -> None:
     for name, values in times.items():
         values.sort()
         print(f"{name:7s} p50 {statistics.median(values):6.2f} ms   "
-              f"p90 {values[int(len(values) * 0.9)]:6.2f} ms")
+              f"p90 {values[int(len(values) * 0.9)]:6.2f} ms   "
+              f"CPU mean {statistics.mean(cpu[name]):6.2f} ms")
     delta = statistics.median(times["fenced"]) - statistics.median(times["plain"])
-    print(f"fencing: +{delta:.2f} ms per stream, +{delta / writes:.3f} ms per write")
+    cpu_delta = statistics.mean(cpu["fenced"]) - statistics.mean(cpu["plain"])
+    print(f"fencing: +{delta:.2f} ms per stream, +{delta / writes:.3f} ms per write; CPU "
+          f"+{cpu_delta:.2f} ms per stream, +{cpu_delta / writes * 1000:.0f} µs per write")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from agentsite import timing
-from agui.events import json_state, run_started, state_without_messages
+from agui.events import json_state, state_without_messages
 from agui.mapper import EventMapper
 from execution import calls, fork_copy, graphs, history, lifecycle, recovery, tool_schemas
 from execution.fencing import SegmentLost, segment_config
@@ -97,8 +97,9 @@ class _Run:
 
 
 def _prepare(segment: Segment, usage: UsageCounter) -> _Run:
-    """The graph, its config and input; the segment's first events sent (RUN_STARTED,
-    or a takeover's catch-up), and a run's start's unanswered tool calls answered."""
+    """The graph, its config and input; a takeover's catch-up events sent (a fresh
+    segment's RUN_STARTED went with its claim); a run's start's unanswered tool calls
+    answered."""
     graph = graphs.compiled(segment.agent)
     agent = registry.get(segment.agent)
     # Messages: as a model streams them, or whole from each node's update.
@@ -127,10 +128,8 @@ def _prepare(segment: Segment, usage: UsageCounter) -> _Run:
                asked=StreamModes(segment.stream_modes))
     if segment.takeover:
         run.out.send(_take_over(segment, run.mapper, left))
-    else:
-        # At once, not with the first step's events: those come after LangGraph has read
-        # the checkpoint and planned the step, and a held RUN_STARTED waited for them.
-        run.out.send([run_started(thread_id=segment.thread_id, run_id=segment.run_id)])
+    # A fresh segment's RUN_STARTED went out with its claim's fence, on the claim's commit
+    # (execution.lifecycle): one command fewer, and sooner than the first step's events.
     if graph_input is not None and graph_input is segment.initial_state:
         # A run's start: answer the tool calls an earlier run left unanswered, before
         # the model sees the thread (after RUN_STARTED: it holds no event back).

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -27,6 +28,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.errors import DivisionByZero
 from psycopg_pool import ConnectionPool
 
 from runs.models import AgentRun
@@ -51,9 +53,9 @@ class FencedCheckpointer(BaseCheckpointSaver):
 
     A fenced write is one transaction on a connection of the checkpointer's pool: the
     run's row is share-locked and checked, then the write joins the same transaction, so
-    the check and the write commit together (one statement more per write, no commit
-    more; the pool's connections commit without waiting for the WAL flush,
-    ``execution.checkpointer``)."""
+    the check and the write commit together, or not at all (one statement more per
+    write, no commit more, no round trip more; the pool's connections commit without
+    waiting for the WAL flush, ``execution.checkpointer``)."""
 
     def __init__(self, inner: PostgresSaver) -> None:
         super().__init__(serde=inner.serde)
@@ -95,14 +97,37 @@ class FencedCheckpointer(BaseCheckpointSaver):
         if not (run_id and lease) or not isinstance(pool, ConnectionPool):
             yield self.inner
             return
-        with pool.connection() as conn, conn.transaction():
+        # One pipeline, one round trip: the check, then the write, up to one sync. With no
+        # BEGIN, what a pipeline sends up to a sync is one implicit transaction (Postgres's
+        # extended query protocol): the check's error (HOLD_SQL) aborts it, and the write
+        # in it never commits. A check, then a write in a BEGIN / COMMIT block, each
+        # waited for, took four round trips.
+        with pool.connection() as conn, conn.pipeline() as pipe:
             # FOR SHARE: parallel writes of one segment do not wait for each other; a
             # cancel's or a claim's FOR UPDATE waits for the write, or the write for it.
-            held = conn.execute(HOLD_SQL, (run_id, AgentRun.Status.RUNNING, lease)).fetchone()
-            if held is None:
-                raise SegmentLost(f"run {run_id}: the segment was superseded; write refused")
-            yield PostgresSaver(conn, serde=self.inner.serde)
+            conn.execute(HOLD_SQL, (run_id, AgentRun.Status.RUNNING, lease))
+            try:
+                # The saver's writes join the pipeline and end with its sync.
+                yield PostgresSaver(conn, pipe=pipe, serde=self.inner.serde)
+            except psycopg.Error as exc:
+                if _refused(exc):
+                    raise SegmentLost(
+                        f"run {run_id}: the segment was superseded; write refused") from None
+                raise
 
 
-HOLD_SQL = (f"SELECT 1 FROM {AgentRun._meta.db_table} "
-            "WHERE id = %s::uuid AND status = %s AND lease_owner = %s FOR SHARE")
+def _refused(exc: BaseException | None) -> bool:
+    """The check refused the write: its error, or the aborted pipeline it left (psycopg
+    raises the check's error where it reads the answer, then ``PipelineAborted`` at the
+    saver's sync, with the first as its context)."""
+    while exc is not None:
+        if isinstance(exc, DivisionByZero):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+# Fails (division by zero: no row held) unless the run still runs on the lease, so that
+# the pipeline's implicit transaction is aborted with the write in it.
+HOLD_SQL = (f"SELECT 1 / count(*) FROM (SELECT 1 FROM {AgentRun._meta.db_table} "
+            "WHERE id = %s::uuid AND status = %s AND lease_owner = %s FOR SHARE) AS held")

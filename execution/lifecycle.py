@@ -39,7 +39,7 @@ from runs import registry
 from runs.models import AgentRun, AuditLog, Message, SegmentUsage
 from runs.services import run_enqueue, run_locked, run_transition
 from runs.sql import MESSAGES, START_MESSAGE, Related, Write, append_write, run_lock
-from streams.publish import publish_on_commit
+from streams.publish import publish_on_commit, published_together
 
 log = logging.getLogger(__name__)
 Status = AgentRun.Status
@@ -149,8 +149,11 @@ def _claim_locked(run: AgentRun, *, first: bool, fresh: bool, worker: str,
                     previous)
         run.save(update_fields=["lease_owner", "lease_expires_at", "updated_at"])
     # From the claim's commit on, the run's channel takes this segment's events only
-    # (streams.storage.SEND_LUA's fence): a segment it supersedes publishes no more.
-    publish_on_commit(run.id, fence=("claim", run.lease_owner))
+    # (streams.storage.SEND_LUA's fence): a segment it supersedes publishes no more. A
+    # fresh segment's RUN_STARTED goes in the same command, on the same commit (a
+    # takeover's or a retry's catch-up is the executor's, from the checkpoints).
+    started = [run_started(thread_id=run.thread_id, run_id=str(run.id))] if fresh else []
+    publish_on_commit(run.id, started, fence=("claim", run.lease_owner))
     return Segment(run_id=str(run.id), agent=run.agent, thread_id=run.thread_id,
                    assistant_message_id=str(run.assistant_message_id), resume=resume,
                    initial_state=initial, interrupt_ids=tuple(a.interrupt_id for a in answered),
@@ -275,7 +278,8 @@ def run_pause(*, segment: Segment, interrupts_raised: list[PendingInterrupt], te
     the segment's usage, recorded with the pause so a paused run shows its totals)."""
     requests = [(i.interrupt_id, i.request, i.response_schema, i.args_schemas)
                 for i in interrupts_raised]
-    with interrupts.raised_again_refused(), transaction.atomic():
+    # One event store command on the commit: the closing events, the queue's notices.
+    with interrupts.raised_again_refused(), transaction.atomic(), published_together():
         # The standing approvals come with the lock: they may answer the new questions.
         run = _lock_running(segment, (*hitl_sql.QUESTION_FACTS, hitl_sql.STANDING))
         if run is None:
@@ -303,7 +307,8 @@ def run_finish(*, segment: Segment, status: str, result: Any, text: str,
                tokens: Tokens | None = None) -> AgentRun | None:
     """End a run (completed / rejected / blocked / cancelled) with its result; publish on
     commit (``before`` and ``tokens`` as in ``run_pause``)."""
-    with transaction.atomic():
+    # One event store command on the commit: the closing events, the counter's expiry.
+    with transaction.atomic(), published_together():
         run = _lock_running(segment, hitl_sql.RUN_FACTS)
         if run is None:
             return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agui.events import run_started, step_finished, step_started, text_content, text_start
+from agui.events import step_finished, step_started, text_content, text_start
 from execution import lifecycle
 from runs.models import AgentRun
 from runs.services import run_start
@@ -25,8 +25,8 @@ def test_events_of_a_segment_whose_run_failed_meanwhile_are_dropped(users, uncon
     segment = lifecycle.run_claim(run_id=str(run.pk), segments_done=0, worker="w1")
     assert segment is not None
     fence = ("check", segment.lease)
-    publish(run.pk, [run_started(thread_id=run.thread_id, run_id=str(run.pk)),
-                     step_started("ask_name"), text_start("m1")], fence=fence)
+    # The segment's RUN_STARTED went out with the claim's fence.
+    publish(run.pk, [step_started("ask_name"), text_start("m1")], fence=fence)
 
     assert lifecycle.run_fail(run_id=str(run.pk), error="infrastructure failure: gone",
                               code="infrastructure_error") is not None

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agui.events import run_error, step_started
-from streams.keys import counter_key, event_key, user_channel
+from streams.keys import counter_key, event_key, run_channel, user_channel
 from streams.publish import notify_user_on_commit, publish_on_commit, wait_published
 from tests.helpers import published_events
 
@@ -78,3 +78,27 @@ def test_outside_a_transaction_it_publishes_at_once(transactional_db, user_id):
     notify_user_on_commit(user_id, {"type": "now"})
     assert [e["stepName"] for e in published_events(run_id)] == ["now"]
     assert _notices(user_id) == [{"type": "now"}]
+
+
+def test_published_together_sends_one_batch_on_commit_and_nothing_on_rollback(
+        transactional_db, user_id):
+    from streams.publish import published_together, run_ended_on_commit
+
+    run_id = str(uuid.uuid4())
+    with pytest.raises(ValueError), transaction.atomic(), published_together():
+        publish_on_commit(run_id, [step_started("lost")])
+        notify_user_on_commit(user_id, {"type": "lost"})
+        raise ValueError
+    with transaction.atomic(), published_together():
+        events = publish_on_commit(run_id, [step_started("a")])
+        notify_user_on_commit(user_id, {"type": "interrupts_changed", "run_id": run_id})
+        run_ended_on_commit(run_id)
+        events.append(step_started("b"))
+        assert published_events(run_id) == [] and _notices(user_id) == []
+    assert [e["stepName"] for e in published_events(run_id)] == ["a", "b"]
+    assert _notices(user_id) == [{"type": "interrupts_changed", "run_id": run_id}]
+    r = redis.Redis(**settings.EVENTSTREAM_REDIS)
+    assert 0 < r.ttl(counter_key(run_channel(run_id)))  # the run's counter now expires
+    with pytest.raises(RuntimeError):  # outside a transaction it would send at once
+        with published_together():
+            pass

@@ -12,6 +12,9 @@ reports the process's CPU (every thread) per request:
   resume up to the decision (token, the lookup), a 404, no worker needed.
 
     .venv/bin/python bench/web_requests.py --trees /tmp/old . --rounds 3
+
+``--drop Session,Csrf,Authentication,Message`` adds a variant of each tree without the
+middleware whose dotted names hold one of those words (what they cost a token request).
 """
 
 from __future__ import annotations
@@ -28,12 +31,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 
 
-def child(requests: int) -> None:
+def child(requests: int, drop: str) -> None:
     sys.path.insert(0, os.getcwd())
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
     import django
 
     django.setup()
+    from django.conf import settings
+
+    if drop:  # what the named middleware cost: the stack without them
+        gone = drop.split(",")
+        settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE
+                               if not any(name in m for name in gone)]
     from django.contrib.auth import get_user_model
     from django.core.asgi import get_asgi_application
     from django.core.management import call_command
@@ -96,10 +105,11 @@ def main() -> None:
     parser.add_argument("--trees", nargs="+", default=[str(HERE)])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--drop", default="", help="comma-separated middleware names")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.requests)
+        child(args.requests, args.drop)
         return
     sys.path.insert(0, str(HERE))
     from bench._database import fresh_database
@@ -108,20 +118,23 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)
-    results: dict[str, list[dict]] = {tree: [] for tree in args.trees}
+    variants = list(dict.fromkeys((tree, drop) for tree in args.trees
+                                  for drop in ("", args.drop)))
+    results: dict[tuple[str, str], list[dict]] = {v: [] for v in variants}
     for _ in range(args.rounds):
-        for tree in args.trees:
+        for tree, drop in variants:
             env = {**os.environ, "PYTHONPATH": tree, "LOG_LEVEL": "ERROR"}
             done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                                   "--requests", str(args.requests)], cwd=tree, env=env,
-                                  capture_output=True, text=True, check=True)
-            results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(tree, results[tree][-1], flush=True)
+                                   "--requests", str(args.requests), "--drop", drop],
+                                  cwd=tree, env=env, capture_output=True, text=True,
+                                  check=True)
+            results[tree, drop].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(tree, drop or "(whole stack)", results[tree, drop][-1], flush=True)
     print(f"1-min load {os.getloadavg()[0]:.2f}")
-    for tree, rounds in results.items():
+    for (tree, drop), rounds in results.items():
         for kind in rounds[0]:
-            print(f"{tree} {kind}: CPU µs/request " + " / ".join(
-                f"{r[kind]:.0f}" for r in rounds))
+            print(f"{tree} {'without ' + drop if drop else 'whole stack'} {kind}: "
+                  "CPU µs/request " + " / ".join(f"{r[kind]:.0f}" for r in rounds))
 
 
 if __name__ == "__main__":

@@ -38,11 +38,12 @@ def child(requests: int, drop: str) -> None:
 
     django.setup()
     from django.conf import settings
+    from django.test.utils import override_settings
 
     if drop:  # what the named middleware cost: the stack without them
         gone = drop.split(",")
-        settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE
-                               if not any(name in m for name in gone)]
+        override_settings(MIDDLEWARE=[m for m in settings.MIDDLEWARE
+                                      if not any(name in m for name in gone)]).enable()
     from django.contrib.auth import get_user_model
     from django.core.asgi import get_asgi_application
     from django.core.management import call_command

@@ -10,7 +10,9 @@ in CSP_EXEMPT_PATHS (API documentation only, no user content).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
@@ -29,13 +31,26 @@ DEFAULT_POLICY = "; ".join([
 
 
 class ContentSecurityPolicyMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    # Both: under ASGI it stays on the event loop (agentsite.loop_middleware says why).
+    sync_capable = async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
         self.policy = getattr(settings, "CONTENT_SECURITY_POLICY", DEFAULT_POLICY)
         self.exempt = tuple(getattr(settings, "CSP_EXEMPT_PATHS", ()))
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self._acall(request)
+        return self._with_policy(request, self.get_response(request))
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        return self._with_policy(request, await self.get_response(request))
+
+    def _with_policy(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if not request.path.startswith(self.exempt):
             response.headers.setdefault("Content-Security-Policy", self.policy)
         return response

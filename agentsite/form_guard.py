@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.apps import apps
 from django.conf import settings
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -147,18 +148,39 @@ class FormGuardMiddleware:
     the 400 page knows who is logged in. A refused request is refused whoever asks.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    # Both: under ASGI the check runs on the event loop (CPU only: no thread hop per
+    # request, agentsite.loop_middleware); only a refusal's page is made in the thread
+    # (its template reads the user).
+    sync_capable = async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+            # Django hops to a thread for a sync process_view in an async stack.
+            self.process_view = self.aprocess_view  # type: ignore[method-assign]
+
+    def __call__(self, request: HttpRequest) -> Any:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func: Any, view_args: tuple,
                      view_kwargs: dict[str, Any]) -> HttpResponse | None:
+        refused = self.refused(request, view_args, view_kwargs)
+        return refused_response(request, refused) if refused else None
+
+    async def aprocess_view(self, request: HttpRequest, view_func: Any, view_args: tuple,
+                            view_kwargs: dict[str, Any]) -> HttpResponse | None:
+        refused = self.refused(request, view_args, view_kwargs)
+        return await sync_to_async(refused_response)(request, refused) if refused else None
+
+    @staticmethod
+    def refused(request: HttpRequest, view_args: tuple,
+                view_kwargs: dict[str, Any]) -> Refused | None:
         if request.path.startswith(JSON_PREFIXES):
             return None
         try:
             check_request(request, view_kwargs, view_args)
         except Refused as err:
-            return refused_response(request, err)
+            return err
         return None

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
@@ -61,13 +62,29 @@ def security_event(*, kind: str, user: Any = None, username: str = "", actor: An
 class RequestActorMiddleware:
     """Makes the request known to the receivers below (who changed a user's groups)."""
 
+    # Both: under ASGI it stays on the event loop (agentsite.loop_middleware says why);
+    # the context variable reaches the request's thread with the context asgiref copies.
+    sync_capable = async_capable = True
+
     def __init__(self, get_response: Callable[[Any], Any]) -> None:
         self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
 
     def __call__(self, request: Any) -> Any:
+        if self.is_async:
+            return self._acall(request)
         token = _request.set(request)
         try:
             return self.get_response(request)
+        finally:
+            _request.reset(token)
+
+    async def _acall(self, request: Any) -> Any:
+        token = _request.set(request)
+        try:
+            return await self.get_response(request)
         finally:
             _request.reset(token)
 

@@ -34,7 +34,7 @@ from hitl.models import AgentInterrupt
 from runs import registry
 from runs.models import AgentRun, Message
 from streams.db import release_db_connections
-from streams.follow import ChannelEvents, Event, Idle, Keepalive
+from streams.follow import ChannelEvents, Event, Flush, Idle, Keepalive
 from streams.keys import run_channel
 from streams.publish import wire
 
@@ -213,11 +213,12 @@ class RunEvents(ChannelEvents):
 async def relay_segment(events: RunEvents, *, after: int,
                         check: Callable[[], Awaitable[Truth | None]],
                         truth: Callable[[], Awaitable[list[Wire]]],
-                        started: Callable[[], BaseEvent],
-                        ) -> AsyncIterator[Wire | BaseEvent | Keepalive]:
+                        started: Callable[[], BaseEvent], flushes: bool = False,
+                        ) -> AsyncIterator[Wire | BaseEvent | Keepalive | Flush]:
     """One AG-UI run (a segment of our run): from the first RUN_STARTED after ``after``
     to its RUN_FINISHED / RUN_ERROR. Yields published events (``Wire``), the events
-    ``started()`` made here, and ``Keepalive`` markers (``streams.follow``).
+    ``started()`` made here, and ``Keepalive`` markers (``streams.follow``); ``flushes``:
+    also ``Flush`` whenever no event is waiting, so a burst can go in one send.
 
     A RUN_ERROR with no RUN_STARTED before it (the run failed before the worker began
     the segment) gets a ``started()`` event in front. If the run stops being live and
@@ -225,9 +226,11 @@ async def relay_segment(events: RunEvents, *, after: int,
     ends with the run's true state (``truth()``, through ``RunWatch.bridge``).
     """
     watch = RunWatch()
-    async for item in events.follow(after=after):
+    # (A follower that wraps ``follow`` may not take ``flushes``: asked only when wanted.)
+    items = events.follow(after=after, flushes=True) if flushes else events.follow(after=after)
+    async for item in items:
         match item:
-            case Keepalive():
+            case Keepalive() | Flush():
                 yield item
                 continue
             case Idle():

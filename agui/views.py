@@ -71,7 +71,7 @@ from runs.queue import not_waiting
 from runs.services import run_start
 from streams.db import release_db_connections
 from streams.eventstream import no_cache
-from streams.follow import Keepalive
+from streams.follow import Flush, Keepalive
 from streams.keys import counter_key, run_channel
 from streams.publish import redis_client
 
@@ -301,10 +301,13 @@ _CLIENT_IDS = ("RUN_STARTED", "RUN_FINISHED")
 
 async def _stream(plan: Plan) -> AsyncIterator[str]:
     frames = Frames()  # a cut answer never ends clean (agui.framing)
-    yield frames.start()
+    # Events go out a burst at a time (what is waiting, one send), not one send each.
+    burst = [frames.start()]
     for event in plan.prelude:
         made = Wire.event(event)
-        yield frames.event(made.type, made.data)
+        burst.append(frames.event(made.type, made.data))
+    yield "".join(burst)
+    burst.clear()
     if not plan.live:
         return
     ids = {"thread_id": plan.client_thread_id, "run_id": plan.client_run_id}
@@ -315,16 +318,23 @@ async def _stream(plan: Plan) -> AsyncIterator[str]:
         # the database, the same events a pause or a connect gives, never an error.
         async for item in relay_segment(
                 events, after=after, check=lambda: check_truth(plan.run_id),
-                truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids)):
-            if isinstance(item, Keepalive):
-                yield frames.keepalive()
+                truth=lambda: fetch_truth(plan.run_id), started=lambda: run_started(**ids),
+                flushes=True):
+            if isinstance(item, Flush | Keepalive):  # nothing more waiting: send the burst
+                if isinstance(item, Keepalive):
+                    burst.append(frames.keepalive())
+                if burst:
+                    yield "".join(burst)
+                    burst.clear()
                 continue
             if timing.enabled and item.type in TERMINAL:
                 timing.mark(plan.run_id, "relay_end")
             # As published (already the encoder's JSON), or made here (started).
             wire = item if isinstance(item, Wire) else Wire.event(item)
-            yield frames.event(wire.type, wire.with_ids(**ids) if wire.type in _CLIENT_IDS
-                               else wire.data)
+            burst.append(frames.event(wire.type, wire.with_ids(**ids)
+                                      if wire.type in _CLIENT_IDS else wire.data))
+    if burst:  # the segment's end, and what came with it
+        yield "".join(burst)
 
 
 async def _respond(request: HttpRequest, prepare: Callable[..., Plan],

@@ -179,7 +179,14 @@ def event_delivered(*, surface: str, path: str, published_at: Any) -> None:
         waited = time.time() - float(published_at)
     except (TypeError, ValueError):
         return
-    EVENT_DELIVERY.labels(surface, path).observe(max(0.0, waited))
+    child = _delivery.get((surface, path))
+    if child is None:  # labels() per event cost more than the observation (lock, checks)
+        child = _delivery[surface, path] = EVENT_DELIVERY.labels(surface, path)
+    child.observe(max(0.0, waited))
+
+
+# EVENT_DELIVERY's children by (surface, path): a handful, made once per process.
+_delivery: dict[tuple[str, str], Any] = {}
 
 
 def notification_done(*, channel: str, outcome: str, count: int = 1) -> None:

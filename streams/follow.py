@@ -64,6 +64,10 @@ class _CatchUp:
     """Queued after a (re)subscription or a dropped connection: re-read the store."""
 
 
+# A read of the store after a given id asks for the counter and this many ids after it
+# in one round trip (a segment's events since a stream last read are usually fewer).
+READ_AHEAD = 16
+
 IDLE, KEEPALIVE, FLUSH, RECHECK = Idle(), Keepalive(), Flush(), Recheck()
 CATCH_UP = _CatchUp()
 # What ``ChannelEvents.follow`` yields.
@@ -134,14 +138,34 @@ class ChannelEvents:
         if last < first:
             return []
         keys = [event_key(self.channel, i) for i in range(first, last + 1)]
+        return self.found(first, last, await self.client.mget(keys))
+
+    def found(self, first: int, last: int, raws: list[Any]) -> list[tuple[int, Any, Any]]:
+        """The stored events of ids first..last from an MGET's answer (which may go on
+        past ``last``: ignored); ``missing`` counts the ids not there."""
+        if last < first:
+            return []
         out = []
-        for event_id, raw in zip(range(first, last + 1), await self.client.mget(keys),
-                                 strict=True):
+        for event_id, raw in zip(range(first, last + 1), raws, strict=False):
             if raw is not None:
                 stored = json.loads(raw)
                 out.append((event_id, self.wrap(stored["data"]), stored.get("at")))
         self.missing += last - first + 1 - len(out)
         return out
+
+    async def counted_after(self, last: int) -> list[tuple[int, Any, Any]]:
+        """Stored events after ``last`` up to the counter, in one round trip when they
+        are at most ``READ_AHEAD``: the counter and the next ids in one pipeline, run in
+        that order (what is stored past the counter read is left for pub/sub or the next
+        read, as when the counter is read alone first)."""
+        ahead = [event_key(self.channel, i) for i in range(last + 1, last + 1 + READ_AHEAD)]
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(counter_key(self.channel))
+        pipe.mget(ahead)
+        counter, raws = await pipe.execute()
+        top = int(counter or 0)
+        found = self.found(last + 1, min(top, last + READ_AHEAD), raws)
+        return found + await self.stored_at(last + 1 + READ_AHEAD, top)
 
     async def store_after(self, last: int, upto: int | None = None
                           ) -> list[tuple[int, Any, Any]]:
@@ -149,8 +173,10 @@ class ChannelEvents:
         publish times; on a Redis error none, and ``unreadable`` is set: the caller tries
         again later."""
         try:
-            top = await self.counter() if upto is None else upto
-            found = await self.stored_at(last + 1, top)
+            if upto is None:
+                found = await self.counted_after(last)
+            else:
+                found = await self.stored_at(last + 1, upto)
         except (RedisError, OSError):
             self.outages += not self.unreadable
             self.unreadable = True

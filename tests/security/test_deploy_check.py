@@ -89,3 +89,17 @@ def test_the_proxy_header_setting_reads_a_header_name(monkeypatch):
     monkeypatch.setenv("SECURE_PROXY_SSL_HEADER", "X Forwarded Proto")
     with pytest.raises(ImproperlyConfigured, match="SECURE_PROXY_SSL_HEADER"):
         env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+
+
+def test_a_missing_subclassed_middleware_is_still_named():
+    # Django's own "not in MIDDLEWARE" warnings are silenced (its names are subclassed:
+    # agentsite.loop_middleware); agentsite.checks says them when the middleware is gone.
+    from django.core.checks import run_checks
+    from django.test import override_settings
+
+    kept = [m for m in settings.MIDDLEWARE if "Csrf" not in m and "XFrame" not in m]
+    with override_settings(MIDDLEWARE=kept):
+        ids = {m.id for m in run_checks(include_deployment_checks=True)}
+    assert {"agentsite.W002", "agentsite.W003"} <= ids, ids
+    ids = {m.id for m in run_checks(include_deployment_checks=True)}
+    assert not {"agentsite.W001", "agentsite.W002", "agentsite.W003"} & ids, ids

@@ -19,6 +19,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from agentsite.errors import ServiceError
 from agentsite.pool_recovery import check_pool_soon
+from agentsite.surfaces import json_surface
 
 
 def _flatten(detail: Any) -> Any:
@@ -34,9 +35,6 @@ log = logging.getLogger(__name__)
 # Postgres or Redis not answering (down, restarting, pool exhausted): a 503 the client
 # may retry after a moment, not a 500.
 UNAVAILABLE = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError)
-
-# Where errors are JSON (the API and AG-UI); Django's pages elsewhere.
-JSON_PREFIXES = ("/api/", "/agui/")
 
 
 def _too_big_body() -> dict[str, Any]:
@@ -85,8 +83,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """URL-level 404: JSON in the API's error shape under /api/, Django's page elsewhere."""
-    if request.path.startswith("/api/"):
+    """URL-level 404: JSON in the API's error shape on the JSON surfaces, Django's page
+    elsewhere."""
+    if json_surface(request.path):
         return JsonResponse({"code": "not_found", "detail": "Not found."}, status=404)
     return page_not_found(request, exception)
 
@@ -94,7 +93,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django-level 400s (raised outside DRF views): JSON for the API and AG-UI; a body over
     DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 there."""
-    if request.path.startswith(JSON_PREFIXES):
+    if json_surface(request.path):
         if isinstance(exception, RequestDataTooBig):
             return JsonResponse(_too_big_body(), status=413)
         if isinstance(exception, DisallowedHost):
@@ -105,6 +104,6 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith(JSON_PREFIXES):
+    if json_surface(request.path):
         return JsonResponse({"code": "server_error", "detail": "Server error."}, status=500)
     return default_server_error(request)

@@ -11,7 +11,8 @@ checked; the first problem is a 400 naming the field, and nothing is written:
 - an admin bulk action's ticked ids must be ids of the changelist's model (Django's
   ``response_action`` filters by them before any action runs: "not a valid UUID").
 
-The API and AG-UI (``JSON_PREFIXES``) are left to their parser and error shape.
+The API and AG-UI (``PARSED_ELSEWHERE``) are left to their parsers; the LangGraph API is
+guarded here (its query strings and path values) and refused in its JSON shape.
 """
 
 from __future__ import annotations
@@ -25,15 +26,17 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from agentsite.api_errors import JSON_PREFIXES
 from agentsite.parsers import _bad_string
+from agentsite.surfaces import json_surface
 
 # Views whose form post is an interrupt answer (the card on the chat page, the admin
 # decide page): their fields may be as large as an answer.
 ANSWER_VIEWS = frozenset({"pages:answer", "admin:hitl_agentinterrupt_change"})
+# Their parsers (``agentsite.parsers``, DRF's and AG-UI's) check every value they take.
+PARSED_ELSEWHERE = ("/api/", "/agui/")
 # Field names shown in full up to this length, cut beyond (a hostile name can be long).
 NAME_SHOWN = 80
 
@@ -128,9 +131,13 @@ CARD_TARGET = re.compile(r"card-[A-Za-z0-9_-]{1,200}")
 
 
 def refused_response(request: HttpRequest, err: Refused) -> HttpResponse:
-    """The 400 page; to an htmx card post, the refusal alone, put into the card's
-    ``-refused`` slot (``HX-Retarget`` / ``HX-Reswap``; base.html's ``responseHandling``
-    lets htmx swap a 400), so the card keeps what was typed and says what was refused."""
+    """The 400 page (JSON on a JSON surface); to an htmx card post, the refusal alone,
+    put into the card's ``-refused`` slot (``HX-Retarget`` / ``HX-Reswap``; base.html's
+    ``responseHandling`` lets htmx swap a 400), so the card keeps what was typed and says
+    what was refused."""
+    if json_surface(request.path):  # the LangGraph API: its clients read ``detail``
+        return JsonResponse({"code": "invalid_input", "field": err.field,
+                             "detail": f"{err.field}: {err.problem}"}, status=400)
     context = {"field": err.field, "problem": err.problem}
     target = request.headers.get("HX-Target", "")
     if request.headers.get("HX-Request") == "true" and CARD_TARGET.fullmatch(target):
@@ -177,7 +184,7 @@ class FormGuardMiddleware:
     @staticmethod
     def refused(request: HttpRequest, view_args: tuple,
                 view_kwargs: dict[str, Any]) -> Refused | None:
-        if request.path.startswith(JSON_PREFIXES):
+        if request.path.startswith(PARSED_ELSEWHERE):
             return None
         try:
             check_request(request, view_kwargs, view_args)

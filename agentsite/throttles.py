@@ -33,9 +33,9 @@ from rest_framework import throttling
 from agentsite.client_ip import client_ip
 from agentsite.env import parse_rate
 from agentsite.models import ApiToken
+from agentsite.surfaces import json_surface
 
 log = logging.getLogger(__name__)
-JSON_PREFIXES = ("/api/", "/agui/", "/lg/")
 
 
 @cache
@@ -115,7 +115,7 @@ def throttled_response(request: Any, wait: float, what: str = "requests") -> Htt
     """429 with Retry-After: the API's JSON error shape under its prefixes, a page else."""
     seconds = retry_after(wait)
     detail = f"Too many {what}. Try again in {seconds} seconds."
-    if request.path.startswith(JSON_PREFIXES):
+    if json_surface(request.path):
         response: HttpResponse = JsonResponse({"code": "throttled", "detail": detail},
                                               status=429)
     else:

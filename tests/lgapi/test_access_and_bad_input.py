@@ -174,6 +174,10 @@ def test_hostile_input_is_a_4xx_and_consumes_nothing(live, users, paused):
         ("POST", "/threads/search/extra", {}, 404),
         ("GET", "/nothing/here", None, 404),
         ("PUT", "/threads", {}, 405),
+        # What Postgres cannot hold, in a query string or the path: the form guard's 400,
+        # in the Platform's shape.
+        ("GET", f"{runs}?status=%00", None, 400),
+        ("GET", "/threads/%00/state", None, 400),
     ]
     got = []
     with _http(live, users["owner_token"]) as client:

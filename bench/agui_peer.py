@@ -18,9 +18,10 @@ an AG-UI POST whose SSE answer is read to its RUN_FINISHED.
 - floor: the same graph with LangGraph + PostgresSaver (Postgres defaults) in this
   process, no HTTP: invoke + 4 × Command(resume=...).
 Prints the machine load before and after and a per-phase breakdown of our resumed
-segments (``agentsite.timing``).
+segments (``agentsite.timing``; ``--no-phases``: our processes without that log, as in
+production).
 
-Usage: python bench/agui_peer.py [--runs N] [--warmup N]
+Usage: python bench/agui_peer.py [--runs N] [--warmup N] [--no-phases]
        (internal: --serve-peer PORT starts the peer server)
 """
 
@@ -221,6 +222,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--phases", action=argparse.BooleanOptionalAction, default=True,
+                        help="log per-phase timings in our processes and print their "
+                             "breakdown (--no-phases: our processes as in production, "
+                             "without the log's own work)")
     parser.add_argument("--serve-peer", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_peer:
@@ -244,7 +249,8 @@ def main() -> None:
     samples: dict[str, list[float]] = {name: [] for name in [OURS, TUNED, STOCK, FLOOR]}
     auth = {"Authorization": f"Token {token}"}
     try:
-        with Stack(f"agentsite-bench-{os.getpid()}") as stack, \
+        with Stack(f"agentsite-bench-{os.getpid()}",
+                   env=None if args.phases else {"AGENTSITE_TIMING_LOG": ""}) as stack, \
                 httpx.Client(timeout=30) as peer_client, \
                 httpx.Client(base_url=stack.base_url, timeout=30, headers=auth) as ours_client:
             ours_first = {"forwardedProps": {"input": {"topic": "bench"}}}
@@ -260,7 +266,7 @@ def main() -> None:
             for _ in range(args.warmup):
                 for name in samples:
                     one(name)
-            timing.configure(str(stack.timing_log))
+            timing.configure(str(stack.timing_log) if args.phases else "")
             time.sleep(2 * timing.FLUSH_SECONDS)  # the warm-up's marks are out first
             stack.timing_log.write_text("")  # only the measured runs
             before = load()
@@ -288,8 +294,9 @@ def main() -> None:
     f50, f99 = results[FLOOR]
     print(f"ratio {TUNED + ' / floor':<43} p50={t50 / f50:6.2f} x   p99={t99 / f99:6.2f} x")
     print("targets: agentsite <= 1.5 x the tuned peer and <= 3 x the floor, p50 (issue 37)")
-    _timing.print_breakdown(stack.timing_log, "AG-UI resume POST → RUN_FINISHED read from "
-                            "its SSE answer")
+    if args.phases:
+        _timing.print_breakdown(stack.timing_log, "AG-UI resume POST → RUN_FINISHED read from "
+                                "its SSE answer")
 
 
 if __name__ == "__main__":

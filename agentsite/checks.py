@@ -16,7 +16,6 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Tags, register
 from django.core.checks.security import base, csrf, sessions
-from django.test.utils import override_settings
 from django.utils.module_loading import import_string
 
 # Django's checks that look for its middleware by name.
@@ -51,6 +50,8 @@ def as_django_names(middleware: list[str]) -> list[str]:
 def check_subclassed_middleware(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
     def run() -> list[CheckMessage]:
         return [m for check in NAMED_CHECKS for m in check(app_configs=app_configs)]
+
+    from django.test.utils import override_settings  # here: web processes never need it
 
     seen = {(m.id, m.msg) for m in run()}
     with override_settings(MIDDLEWARE=as_django_names(list(settings.MIDDLEWARE))):

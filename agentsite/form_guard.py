@@ -155,7 +155,6 @@ class FormGuardMiddleware:
     the 400 page knows who is logged in. A refused request is refused whoever asks.
     """
 
-
     # Both: under ASGI the check runs on the event loop (CPU only: no thread hop per
     # request, agentsite.loop_middleware); only a refusal's page is made in the thread
     # (its template reads the user).

@@ -4,10 +4,10 @@ Django's ASGI handler runs every sync piece of a request (a sync-only middleware
 ``MiddlewareMixin`` hook under an async stack, a sync view, the request signals) through
 asgiref's ``sync_to_async``: a hop to the request's thread and back, paid in CPU and
 latency on every request. The stack here is the production one, ``agentsite.asgi``'s
-wrapper (``with_request_threads``) around Django's ASGI handler, driven in process; the
-hops are counted as the calls given to the request's executor (an executor we own, handed
-in the way ``agentsite.request_threads`` documents) and to the event loop's default
-executor (``sync_to_async(thread_sensitive=False)``: the AG-UI view's DB step).
+wrapper (``with_request_threads``) around Django's ASGI handler, driven in process on an
+event loop of our own that counts every ``run_in_executor``: each ``sync_to_async`` call
+goes through it, to the request's thread (thread-sensitive, nested or not) or to the
+loop's default executor (``thread_sensitive=False``: the AG-UI view's DB step).
 
 A change that adds a hop fails here until its budget line is raised on purpose.
 """

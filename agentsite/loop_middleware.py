@@ -40,7 +40,9 @@ class OnTheLoop:
 
     def __init__(self, get_response: Any) -> None:
         super().__init__(get_response)  # type: ignore[call-arg]
-        if iscoroutinefunction(get_response) and hasattr(self, "process_view"):
+        # Our own flag, not Django's: which way ``__call__`` goes is decided here.
+        self.on_the_loop = iscoroutinefunction(get_response)
+        if self.on_the_loop and hasattr(self, "process_view"):
             # Django hops to a thread for a sync process_view in an async stack.
             sync_view = self.process_view
 
@@ -52,7 +54,16 @@ class OnTheLoop:
     def response_needs_thread(self, request: HttpRequest) -> bool:
         return False
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
+        # Under ASGI (the stack is async: Django marked this instance a coroutine
+        # function, so it awaits what we return) the hooks run in ``on_loop``; under WSGI,
+        # Django's own ``__call__``. Dispatching here rather than overriding Django's
+        # undocumented async half keeps us on its public middleware API.
+        if self.on_the_loop:
+            return self.on_loop(request)
+        return super().__call__(request)  # type: ignore[misc]
+
+    async def on_loop(self, request: HttpRequest) -> HttpResponse:
         response = None
         if hasattr(self, "process_request"):
             response = self.process_request(request)

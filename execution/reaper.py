@@ -22,7 +22,6 @@ duplicate send would be harmless anyway (a segment is claimed once).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from datetime import datetime, timedelta
@@ -32,6 +31,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from agentsite.process_thread import OnePerProcess
 from execution import lifecycle
 from execution.lifecycle import Segment
 from hitl import notify
@@ -137,24 +137,12 @@ class Heartbeat:
             connection.close()
 
 
-class _Renewer(threading.Thread):
+class _Renewer(OnePerProcess):
     """This process's one lease renewer: each held lease every third of
-    ``AGENTSITE_LEASE_SECONDS`` from its start (a forked pool child starts its own)."""
-
-    _current: _Renewer | None = None
-    _current_lock = threading.Lock()
-
-    @classmethod
-    def of_this_process(cls) -> _Renewer:
-        with cls._current_lock:
-            if cls._current is None or cls._current.pid != os.getpid():
-                cls._current = cls()
-                cls._current.start()
-            return cls._current
+    ``AGENTSITE_LEASE_SECONDS`` from its start."""
 
     def __init__(self) -> None:
-        super().__init__(name="agentsite-lease-renewer", daemon=True)
-        self.pid = os.getpid()
+        super().__init__(name="agentsite-lease-renewer")
         self.held: set[Heartbeat] = set()
         self.changed = threading.Condition()
 

@@ -16,7 +16,6 @@ at the run's row between steps) or at its lease's next renewal
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,8 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.db import transaction
+
+from agentsite.process_thread import OnePerProcess
 
 log = logging.getLogger(__name__)
 
@@ -102,24 +103,11 @@ class StopWatch:
                 log.exception("run %s: a stop callback failed", self.run_id)
 
 
-class _Listener(threading.Thread):
-    """This process's subscription to ``STOP_CHANNEL`` (one per process: a forked pool
-    child starts its own)."""
-
-    _current: _Listener | None = None
-    _current_lock = threading.Lock()
-
-    @classmethod
-    def of_this_process(cls) -> _Listener:
-        with cls._current_lock:
-            if cls._current is None or cls._current.pid != os.getpid():
-                cls._current = cls()
-                cls._current.start()
-            return cls._current
+class _Listener(OnePerProcess):
+    """This process's subscription to ``STOP_CHANNEL``."""
 
     def __init__(self) -> None:
-        super().__init__(name="agentsite-stop", daemon=True)
-        self.pid = os.getpid()
+        super().__init__(name="agentsite-stop")
         self.ready = threading.Event()
         self.watches: dict[str, set[StopWatch]] = {}
         self.lock = threading.Lock()
